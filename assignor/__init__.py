@@ -1,0 +1,1 @@
+"""What the group leader decides: topology, tasks, task assignment, and the aiokafka adapter."""

@@ -1,0 +1,252 @@
+"""Identifiers shared by every member and the leader, ordered exactly as Kafka orders them.
+
+Order matters: the task assignors break ties by these orders, so a Python result equals the Java
+result only when ``TaskId`` sorts like ``TaskId.compareTo`` and ``ProcessId`` like
+``java.util.UUID.compareTo`` (signed 64-bit halves, not string order).
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+INT32_MAX = 2**31 - 1
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+def _signed64(value: int) -> int:
+    """Reinterpret an unsigned 64-bit value as Java's signed ``long``."""
+    return value - (1 << 64) if value >= (1 << 63) else value
+
+
+class TopicPartition(BaseModel):
+    """A partition of a topic; sorts by (topic, partition) like Kafka's partition comparators."""
+
+    model_config = _FROZEN
+
+    topic: str = Field(min_length=1, max_length=249)
+    partition: int = Field(ge=0, le=INT32_MAX)
+
+    def __init__(self, topic: str, partition: int, /, **kwargs: Any) -> None:
+        super().__init__(topic=topic, partition=partition, **kwargs)
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+    def __repr__(self) -> str:
+        return f"TopicPartition({self.topic!r}, {self.partition})"
+
+    def __hash__(self) -> int:
+        return hash((self.topic, self.partition))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TopicPartition):
+            return NotImplemented
+        return self.topic == other.topic and self.partition == other.partition
+
+    def __lt__(self, other: TopicPartition) -> bool:
+        return (self.topic, self.partition) < (other.topic, other.partition)
+
+    def __le__(self, other: TopicPartition) -> bool:
+        return (self.topic, self.partition) <= (other.topic, other.partition)
+
+    def __gt__(self, other: TopicPartition) -> bool:
+        return (self.topic, self.partition) > (other.topic, other.partition)
+
+    def __ge__(self, other: TopicPartition) -> bool:
+        return (self.topic, self.partition) >= (other.topic, other.partition)
+
+
+_TASK_ID_RE = re.compile(r"^(?:(?P<topology>.+)__)?(?P<subtopology>\d+)_(?P<partition>\d+)$")
+
+
+class TaskId(BaseModel):
+    """A task: one partition of one subtopology, optionally of a named topology.
+
+    Printed and parsed as Kafka does (``"0_3"``, or ``"name__0_3"`` with a named topology) and
+    ordered as ``TaskId.compareTo``: topology name (only when both have one; mixing a named and an
+    unnamed task is an error, as in Java), then subtopology, then partition.
+    """
+
+    model_config = _FROZEN
+
+    subtopology: int = Field(ge=0, le=INT32_MAX)
+    partition: int = Field(ge=0, le=INT32_MAX)
+    topology: str | None = Field(default=None, min_length=1)
+
+    def __init__(
+        self, subtopology: int, partition: int, /, topology: str | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(subtopology=subtopology, partition=partition, topology=topology, **kwargs)
+
+    @classmethod
+    def parse(cls, text: str) -> TaskId:
+        """Parse Kafka's printed form; raise ``ValueError`` naming the text otherwise."""
+        match = _TASK_ID_RE.match(text)
+        if match is None:
+            raise ValueError(f"task id {text!r} is not of the form '<subtopology>_<partition>'")
+        return cls(
+            int(match["subtopology"]), int(match["partition"]), topology=match["topology"]
+        )
+
+    def __str__(self) -> str:
+        base = f"{self.subtopology}_{self.partition}"
+        return base if self.topology is None else f"{self.topology}__{base}"
+
+    def __repr__(self) -> str:
+        return f"TaskId({self})"
+
+    def __hash__(self) -> int:
+        return hash((self.subtopology, self.partition, self.topology))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TaskId):
+            return NotImplemented
+        return (
+            self.subtopology == other.subtopology
+            and self.partition == other.partition
+            and self.topology == other.topology
+        )
+
+    def _compare(self, other: TaskId) -> int:
+        if self.topology is not None and other.topology is not None:
+            if self.topology != other.topology:
+                return -1 if self.topology < other.topology else 1
+        elif self.topology is not None or other.topology is not None:
+            raise ValueError(
+                f"cannot compare task {self} with {other}: only one has a named topology"
+            )
+        mine = (self.subtopology, self.partition)
+        theirs = (other.subtopology, other.partition)
+        return (mine > theirs) - (mine < theirs)
+
+    def __lt__(self, other: TaskId) -> bool:
+        return self._compare(other) < 0
+
+    def __le__(self, other: TaskId) -> bool:
+        return self._compare(other) <= 0
+
+    def __gt__(self, other: TaskId) -> bool:
+        return self._compare(other) > 0
+
+    def __ge__(self, other: TaskId) -> bool:
+        return self._compare(other) >= 0
+
+
+class ProcessId(BaseModel):
+    """One application instance (one ``KafkaStreams`` process), however many threads it runs.
+
+    Ordered as Java's ``UUID.compareTo``: the most significant 64 bits as a signed long, then the
+    least significant 64 bits as a signed long. String order would disagree for UUIDs whose top
+    bit is set, and so would the assignment.
+    """
+
+    model_config = _FROZEN
+
+    uuid: uuid.UUID
+
+    def __init__(self, value: uuid.UUID | str | None = None, /, **kwargs: Any) -> None:
+        if value is not None:
+            kwargs["uuid"] = value
+        super().__init__(**kwargs)
+
+    @classmethod
+    def for_int(cls, n: int) -> ProcessId:
+        """``UUID(0, n)``, Kafka's test helper ``processIdForInt``; keeps n's order for n >= 0."""
+        return cls(uuid.UUID(int=n & ((1 << 64) - 1)))
+
+    @classmethod
+    def from_halves(cls, most_significant: int, least_significant: int) -> ProcessId:
+        """Build from Java's two signed (or unsigned) 64-bit halves."""
+        msb = most_significant & ((1 << 64) - 1)
+        lsb = least_significant & ((1 << 64) - 1)
+        return cls(uuid.UUID(int=(msb << 64) | lsb))
+
+    @classmethod
+    def random(cls) -> ProcessId:
+        return cls(uuid.uuid4())
+
+    @property
+    def most_significant_bits(self) -> int:
+        """Java's ``getMostSignificantBits()``: signed."""
+        return _signed64(self.uuid.int >> 64)
+
+    @property
+    def least_significant_bits(self) -> int:
+        """Java's ``getLeastSignificantBits()``: signed."""
+        return _signed64(self.uuid.int & ((1 << 64) - 1))
+
+    @property
+    def sort_key(self) -> tuple[int, int]:
+        return (self.most_significant_bits, self.least_significant_bits)
+
+    def __str__(self) -> str:
+        return str(self.uuid)
+
+    def __repr__(self) -> str:
+        return f"ProcessId({self.uuid})"
+
+    def __hash__(self) -> int:
+        return hash(self.uuid)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ProcessId):
+            return NotImplemented
+        return self.uuid == other.uuid
+
+    def __lt__(self, other: ProcessId) -> bool:
+        return self.sort_key < other.sort_key
+
+    def __le__(self, other: ProcessId) -> bool:
+        return self.sort_key <= other.sort_key
+
+    def __gt__(self, other: ProcessId) -> bool:
+        return self.sort_key > other.sort_key
+
+    def __ge__(self, other: ProcessId) -> bool:
+        return self.sort_key >= other.sort_key
+
+
+class HostInfo(BaseModel):
+    """The ``application.server`` endpoint a member declares for interactive queries."""
+
+    model_config = _FROZEN
+
+    host: str = Field(min_length=1, max_length=255)
+    port: int = Field(ge=0, le=65535)
+
+    def __init__(self, host: str, port: int, /, **kwargs: Any) -> None:
+        super().__init__(host=host, port=port, **kwargs)
+
+    @field_validator("host")
+    @classmethod
+    def _host_has_no_separator(cls, value: str) -> str:
+        if any(ch.isspace() for ch in value):
+            raise ValueError("host must not contain whitespace")
+        return value
+
+    @classmethod
+    def parse(cls, text: str) -> HostInfo:
+        """Parse ``host:port`` (``[v6]:port`` for IPv6); raise ``ValueError`` naming the text."""
+        host, sep, port = text.rpartition(":")
+        if not sep or not host or not port.isdigit():
+            raise ValueError(f"endpoint {text!r} is not of the form 'host:port'")
+        if host.startswith("[") and host.endswith("]"):
+            host = host[1:-1]
+        return cls(host, int(port))
+
+    def __str__(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{host}:{self.port}"
+
+    def __repr__(self) -> str:
+        return f"HostInfo({self.host!r}, {self.port})"
+
+    def __hash__(self) -> int:
+        return hash((self.host, self.port))
+
+    def __lt__(self, other: HostInfo) -> bool:
+        return (self.host, self.port) < (other.host, other.port)

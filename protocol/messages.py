@@ -1,0 +1,95 @@
+"""What a member tells the leader (``SubscriptionInfo``) and what the leader answers (``AssignmentInfo``).
+
+These are the decoded forms; ``protocol.codec`` turns them into versioned msgpack bytes and back.
+Fields that a given wire version does not carry take their defaults when decoded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated, Final, Self
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from protocol.errors import AssignorError
+from protocol.ids import HostInfo, ProcessId, TaskId, TopicPartition
+
+#: Kafka's ``Task.LATEST_OFFSET``: the member runs this task as active right now.
+LATEST_OFFSET: Final = -2
+#: Kafka's ``SubscriptionInfo.UNKNOWN_OFFSET_SUM``: the member has state of unknown position.
+UNKNOWN_OFFSET_SUM: Final = -3
+#: Kafka's ``Long.MAX_VALUE`` in ``nextRebalanceMs``: no follow-up rebalance is scheduled.
+NO_FOLLOWUP_REBALANCE: Final = 2**63 - 1
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+Version = Annotated[int, Field(ge=1, le=2**31 - 1)]
+OffsetSum = Annotated[int, Field(ge=UNKNOWN_OFFSET_SUM, le=2**63 - 1)]
+
+
+class VersionHeader(BaseModel):
+    """The two integers every encoding starts with; all a reader can know of a newer version."""
+
+    model_config = _FROZEN
+
+    version: Version
+    latest_supported_version: Version
+
+
+class SubscriptionInfo(BaseModel):
+    """A member's user data in its JoinGroup: who it is and what local state it holds."""
+
+    model_config = _FROZEN
+
+    version: Version
+    latest_supported_version: Version
+    process_id: ProcessId
+    user_endpoint: HostInfo | None = None
+    task_offset_sums: Mapping[TaskId, OffsetSum] = Field(default_factory=dict)
+    unique_field: int = Field(default=0, ge=0, le=255)
+    error_code: AssignorError = AssignorError.NONE
+    client_tags: Mapping[str, str] = Field(default_factory=dict)
+    rack_id: str | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Self:
+        if self.latest_supported_version < self.version:
+            raise ValueError(
+                f"latest_supported_version {self.latest_supported_version} is older than the "
+                f"version {self.version} this subscription is written in"
+            )
+        for task, offset_sum in self.task_offset_sums.items():
+            if offset_sum == -1:
+                raise ValueError(
+                    f"task_offset_sums[{task}]: -1 is not an offset sum; use -2 (running as "
+                    "active), -3 (unknown) or a non-negative sum"
+                )
+        return self
+
+
+class AssignmentInfo(BaseModel):
+    """The leader's answer to one member: its tasks, everyone's endpoints, and what to do next.
+
+    ``active_tasks`` is aligned one-to-one with the member's assigned partitions sorted by
+    (topic, partition), as in Kafka: a task appears once per partition it brings.
+    """
+
+    model_config = _FROZEN
+
+    version: Version
+    commonly_supported_version: Version
+    active_tasks: tuple[TaskId, ...] = ()
+    standby_tasks: Mapping[TaskId, tuple[TopicPartition, ...]] = Field(default_factory=dict)
+    partitions_by_host: Mapping[HostInfo, frozenset[TopicPartition]] = Field(
+        default_factory=dict
+    )
+    standby_partitions_by_host: Mapping[HostInfo, frozenset[TopicPartition]] = Field(
+        default_factory=dict
+    )
+    error_code: AssignorError = AssignorError.NONE
+    next_rebalance_ms: int = Field(default=NO_FOLLOWUP_REBALANCE, ge=0, le=2**63 - 1)
+
+    @classmethod
+    def error(cls, code: AssignorError, version: int) -> AssignmentInfo:
+        """Kafka's ``errorAssignment``: no tasks, only the code."""
+        return cls(version=version, commonly_supported_version=version, error_code=code)

@@ -1,0 +1,1 @@
+"""Many rebalances, replayed through the coordinator shim and measured (not built yet)."""
