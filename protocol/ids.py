@@ -8,7 +8,7 @@ result only when ``TaskId`` sorts like ``TaskId.compareTo`` and ``ProcessId`` li
 from __future__ import annotations
 
 import re
-import uuid
+import uuid as _uuid
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -146,9 +146,9 @@ class ProcessId(BaseModel):
 
     model_config = _FROZEN
 
-    uuid: uuid.UUID
+    uuid: _uuid.UUID
 
-    def __init__(self, value: uuid.UUID | str | None = None, /, **kwargs: Any) -> None:
+    def __init__(self, value: _uuid.UUID | str | None = None, /, **kwargs: Any) -> None:
         if value is not None:
             kwargs["uuid"] = value
         super().__init__(**kwargs)
@@ -156,18 +156,18 @@ class ProcessId(BaseModel):
     @classmethod
     def for_int(cls, n: int) -> ProcessId:
         """``UUID(0, n)``, Kafka's test helper ``processIdForInt``; keeps n's order for n >= 0."""
-        return cls(uuid.UUID(int=n & ((1 << 64) - 1)))
+        return cls(_uuid.UUID(int=n & ((1 << 64) - 1)))
 
     @classmethod
     def from_halves(cls, most_significant: int, least_significant: int) -> ProcessId:
         """Build from Java's two signed (or unsigned) 64-bit halves."""
         msb = most_significant & ((1 << 64) - 1)
         lsb = least_significant & ((1 << 64) - 1)
-        return cls(uuid.UUID(int=(msb << 64) | lsb))
+        return cls(_uuid.UUID(int=(msb << 64) | lsb))
 
     @classmethod
     def random(cls) -> ProcessId:
-        return cls(uuid.uuid4())
+        return cls(_uuid.uuid4())
 
     @property
     def most_significant_bits(self) -> int:

@@ -1,4 +1,6 @@
-"""What a member tells the leader (``SubscriptionInfo``) and what the leader answers (``AssignmentInfo``).
+"""What a member tells the leader (``SubscriptionInfo``) and what the leader answers.
+
+``AssignmentInfo`` is the answer.
 
 These are the decoded forms; ``protocol.codec`` turns them into versioned msgpack bytes and back.
 Fields that a given wire version does not carry take their defaults when decoded.

@@ -1,0 +1,120 @@
+"""Ids print, parse and sort as Kafka's Java does; the assignors' tie-breaks depend on it."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from protocol.ids import HostInfo, ProcessId, TaskId, TopicPartition
+
+int64 = st.integers(min_value=-(2**63), max_value=2**63 - 1)
+
+
+def java_uuid_compare(a: tuple[int, int], b: tuple[int, int]) -> int:
+    """java.util.UUID.compareTo on (msb, lsb) given as signed longs."""
+    if a[0] != b[0]:
+        return -1 if a[0] < b[0] else 1
+    if a[1] != b[1]:
+        return -1 if a[1] < b[1] else 1
+    return 0
+
+
+@given(int64, int64, int64, int64)
+def test_process_id_orders_like_java_uuid(msb1: int, lsb1: int, msb2: int, lsb2: int) -> None:
+    first = ProcessId.from_halves(msb1, lsb1)
+    second = ProcessId.from_halves(msb2, lsb2)
+    assert first.most_significant_bits == msb1 and first.least_significant_bits == lsb1
+    expected = java_uuid_compare((msb1, lsb1), (msb2, lsb2))
+    assert (first < second) == (expected < 0)
+    assert (first > second) == (expected > 0)
+    assert (first == second) == (expected == 0)
+
+
+def test_process_id_order_differs_from_string_order() -> None:
+    high_bit = ProcessId(uuid.UUID("80000000-0000-0000-0000-000000000000"))
+    low = ProcessId(uuid.UUID("10000000-0000-0000-0000-000000000000"))
+    # As text "8..." > "1...", but Java reads msb 0x8000... as a negative long.
+    assert str(high_bit) > str(low)
+    assert high_bit < low
+
+
+def test_process_id_for_int_keeps_order() -> None:
+    ids = [ProcessId.for_int(n) for n in (5, 1, 3, 10)]
+    assert [p.least_significant_bits for p in sorted(ids)] == [1, 3, 5, 10]
+    assert str(ProcessId.for_int(1)) == "00000000-0000-0000-0000-000000000001"
+
+
+@given(st.integers(0, 2**31 - 1), st.integers(0, 2**31 - 1))
+def test_task_id_round_trips_through_text(subtopology: int, partition: int) -> None:
+    task = TaskId(subtopology, partition)
+    assert str(task) == f"{subtopology}_{partition}"
+    assert TaskId.parse(str(task)) == task
+
+
+def test_task_id_with_named_topology_prints_as_kafka() -> None:
+    task = TaskId(1, 2, topology="orders")
+    assert str(task) == "orders__1_2"
+    assert TaskId.parse("orders__1_2") == task
+
+
+@given(st.lists(st.tuples(st.integers(0, 20), st.integers(0, 20)), min_size=1, max_size=30))
+def test_task_id_orders_by_subtopology_then_partition(pairs: list[tuple[int, int]]) -> None:
+    tasks = [TaskId(s, p) for s, p in pairs]
+    assert [(t.subtopology, t.partition) for t in sorted(tasks)] == sorted(pairs)
+
+
+def test_task_id_orders_by_topology_name_first() -> None:
+    assert TaskId(5, 5, topology="a") < TaskId(0, 0, topology="b")
+
+
+def test_task_id_refuses_to_compare_named_with_unnamed() -> None:
+    with pytest.raises(ValueError, match="only one has a named topology"):
+        _ = TaskId(0, 0, topology="a") < TaskId(0, 1)
+
+
+@pytest.mark.parametrize("text", ["", "0", "a_1", "0_-1", "_1", "0_1_"])
+def test_task_id_parse_rejects_bad_text(text: str) -> None:
+    with pytest.raises(ValueError):
+        TaskId.parse(text)
+
+
+def test_task_id_rejects_negative_parts() -> None:
+    with pytest.raises(ValidationError, match="subtopology"):
+        TaskId(-1, 0)
+
+
+def test_task_id_is_hashable_and_frozen() -> None:
+    task = TaskId(0, 1)
+    assert {task: 1}[TaskId(0, 1)] == 1
+    with pytest.raises(ValidationError):
+        task.partition = 3  # type: ignore[misc]
+
+
+def test_topic_partition_orders_by_topic_then_partition() -> None:
+    tps = [TopicPartition("b", 0), TopicPartition("a", 10), TopicPartition("a", 2)]
+    assert [str(tp) for tp in sorted(tps)] == ["a-2", "a-10", "b-0"]
+
+
+def test_topic_partition_rejects_empty_topic() -> None:
+    with pytest.raises(ValidationError, match="topic"):
+        TopicPartition("", 0)
+
+
+@pytest.mark.parametrize(
+    ("text", "host", "port"),
+    [("localhost:8080", "localhost", 8080), ("[::1]:9092", "::1", 9092)],
+)
+def test_host_info_parses_and_prints(text: str, host: str, port: int) -> None:
+    info = HostInfo.parse(text)
+    assert (info.host, info.port) == (host, port)
+    assert str(info) == text
+
+
+@pytest.mark.parametrize("text", ["localhost", ":80", "host:port", "host:99999"])
+def test_host_info_rejects_bad_endpoints(text: str) -> None:
+    with pytest.raises(ValueError):
+        HostInfo.parse(text)
