@@ -1,6 +1,4 @@
-"""What a member tells the leader (``SubscriptionInfo``) and what the leader answers.
-
-``AssignmentInfo`` is the answer.
+"""What a member tells the leader (``SubscriptionInfo``) and the answer (``AssignmentInfo``).
 
 These are the decoded forms; ``protocol.codec`` turns them into versioned msgpack bytes and back.
 Fields that a given wire version does not carry take their defaults when decoded.
