@@ -1,0 +1,204 @@
+"""Step 8 of the pipeline: what one member makes of the assignment the leader sent it.
+
+Pure: the aiokafka adapter calls :func:`interpret_assignment` from ``on_assignment`` and acts on
+the returned :class:`MemberDecision` (hand the tasks to the application, switch the subscription
+version, schedule a follow-up rebalance). Kafka Streams does the same in
+``StreamsPartitionAssignor.onAssignment``; the rules below follow it, with our codec's versions.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from protocol.errors import AssignorError
+from protocol.ids import HostInfo, TaskId, TopicPartition
+from protocol.messages import NO_FOLLOWUP_REBALANCE, AssignmentInfo, VersionHeader
+
+log = logging.getLogger(__name__)
+
+TaskPartitions = Mapping[TaskId, tuple[TopicPartition, ...]]
+
+
+@dataclass(frozen=True, slots=True)
+class TaskChanges:
+    """What changed since the previous assignment, so the application keeps state it still owns.
+
+    aiokafka's protocol is eager: every rebalance revokes every partition. A task that is *kept*
+    did not really move, and its local state (stores, caches) should be kept warm.
+    """
+
+    kept_active: frozenset[TaskId] = frozenset()
+    added_active: frozenset[TaskId] = frozenset()
+    removed_active: frozenset[TaskId] = frozenset()
+    kept_standby: frozenset[TaskId] = frozenset()
+    added_standby: frozenset[TaskId] = frozenset()
+    removed_standby: frozenset[TaskId] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class MemberAssignment:
+    """The application's view of one rebalance's outcome for one consumer (thread)."""
+
+    active_tasks: TaskPartitions = field(default_factory=dict)
+    standby_tasks: TaskPartitions = field(default_factory=dict)
+    partitions_by_host: Mapping[HostInfo, frozenset[TopicPartition]] = field(default_factory=dict)
+    standby_partitions_by_host: Mapping[HostInfo, frozenset[TopicPartition]] = field(
+        default_factory=dict
+    )
+    changes: TaskChanges = field(default_factory=TaskChanges)
+    error: AssignorError = AssignorError.NONE
+    error_detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class MemberDecision:
+    """What the adapter must do after an assignment arrives."""
+
+    assignment: MemberAssignment
+    #: the subscription version to send at the next join
+    next_used_version: int
+    #: wall-clock ms at which to rejoin (0 = now), or None for no follow-up rebalance
+    rebalance_at_ms: int | None
+    reason: str = ""
+
+
+def interpret_assignment(
+    info: AssignmentInfo | VersionHeader,
+    partitions: Sequence[TopicPartition],
+    *,
+    used_version: int,
+    latest_supported_version: int,
+    endpoint: HostInfo | None,
+    previous: MemberAssignment | None,
+) -> MemberDecision:
+    """Check the leader's answer, align tasks with partitions, and decide on follow-ups.
+
+    Errors never raise: a wrong answer becomes an error assignment with a reason, which the
+    adapter reports to the application just as Kafka's rebalance listener does.
+    """
+    previous = previous or MemberAssignment()
+    if isinstance(info, VersionHeader):
+        return _failed(
+            previous,
+            AssignorError.ASSIGNMENT_ERROR,
+            f"received an assignment of version {info.version}, newer than the latest this "
+            f"member reads ({latest_supported_version})",
+            used_version,
+        )
+    if info.error_code is not AssignorError.NONE:
+        return _failed(previous, info.error_code, info.error_code.description, used_version)
+    if info.version > used_version:
+        return _failed(
+            previous,
+            AssignorError.ASSIGNMENT_ERROR,
+            f"sent a version {used_version} subscription but got an assignment with higher "
+            f"version {info.version}",
+            used_version,
+        )
+    if info.commonly_supported_version > latest_supported_version:
+        return _failed(
+            previous,
+            AssignorError.ASSIGNMENT_ERROR,
+            f"the group's commonly supported version {info.commonly_supported_version} is "
+            f"newer than this member's latest {latest_supported_version}",
+            used_version,
+        )
+    active = align_active_tasks(info.active_tasks, partitions)
+    if active is None:
+        return _failed(
+            previous,
+            AssignorError.ASSIGNMENT_ERROR,
+            f"number of assigned partitions {len(partitions)} is not equal to the number of "
+            f"active task ids {len(info.active_tasks)}",
+            used_version,
+        )
+    assignment = MemberAssignment(
+        active_tasks=active,
+        standby_tasks=dict(info.standby_tasks),
+        partitions_by_host=dict(info.partitions_by_host),
+        standby_partitions_by_host=dict(info.standby_partitions_by_host),
+        changes=diff_tasks(previous, active, info.standby_tasks),
+    )
+    next_version, version_changed = _next_subscription_version(info, used_version)
+    if version_changed:
+        return MemberDecision(assignment, next_version, 0, _version_reason(info, used_version))
+    if endpoint is not None and endpoint not in info.partitions_by_host:
+        return MemberDecision(
+            assignment, next_version, 0, "own endpoint missing from the host map; rejoin"
+        )
+    if info.next_rebalance_ms == 0:
+        return MemberDecision(
+            assignment, next_version, 0, "leader asked for an immediate rebalance"
+        )
+    if info.next_rebalance_ms < NO_FOLLOWUP_REBALANCE:
+        return MemberDecision(
+            assignment, next_version, info.next_rebalance_ms, "probing rebalance scheduled"
+        )
+    return MemberDecision(assignment, next_version, None)
+
+
+def align_active_tasks(
+    active_tasks: Sequence[TaskId], partitions: Sequence[TopicPartition]
+) -> dict[TaskId, tuple[TopicPartition, ...]] | None:
+    """Zip the active task list with the partitions sorted by (topic, partition), as Kafka does.
+
+    Returns None when the counts differ, which means the leader and this member disagree.
+    """
+    ordered = sorted(partitions)
+    if len(ordered) != len(active_tasks):
+        return None
+    grouped: dict[TaskId, list[TopicPartition]] = {}
+    for task, partition in zip(active_tasks, ordered, strict=True):
+        grouped.setdefault(task, []).append(partition)
+    return {task: tuple(parts) for task, parts in grouped.items()}
+
+
+def diff_tasks(
+    previous: MemberAssignment, active: TaskPartitions, standby: TaskPartitions
+) -> TaskChanges:
+    before_active, after_active = set(previous.active_tasks), set(active)
+    before_standby, after_standby = set(previous.standby_tasks), set(standby)
+    return TaskChanges(
+        kept_active=frozenset(before_active & after_active),
+        added_active=frozenset(after_active - before_active),
+        removed_active=frozenset(before_active - after_active),
+        kept_standby=frozenset(before_standby & after_standby),
+        added_standby=frozenset(after_standby - before_standby),
+        removed_standby=frozenset(before_standby - after_standby),
+    )
+
+
+def _next_subscription_version(info: AssignmentInfo, used_version: int) -> tuple[int, bool]:
+    """Kafka's ``maybeUpdateSubscriptionVersion``: upgrade to, or fall back to, the common one."""
+    if info.commonly_supported_version > used_version:
+        return info.commonly_supported_version, True
+    if info.version < used_version:
+        return info.commonly_supported_version, True
+    return used_version, False
+
+
+def _version_reason(info: AssignmentInfo, used_version: int) -> str:
+    if info.commonly_supported_version > used_version:
+        return (
+            f"whole group supports version {info.commonly_supported_version}: upgrading the "
+            f"subscription from version {used_version} and rebalancing (end of rolling upgrade)"
+        )
+    return (
+        f"sent a version {used_version} subscription and got a version {info.version} "
+        f"assignment: downgrading to the commonly supported version "
+        f"{info.commonly_supported_version} and rebalancing (version probing)"
+    )
+
+
+def _failed(
+    previous: MemberAssignment, code: AssignorError, detail: str, used_version: int
+) -> MemberDecision:
+    log.error("assignment error %s: %s", code.name, detail)
+    assignment = MemberAssignment(
+        error=code,
+        error_detail=detail,
+        changes=diff_tasks(previous, {}, {}),
+    )
+    return MemberDecision(assignment, used_version, None, detail)

@@ -1,0 +1,123 @@
+"""The member side: aligning tasks with partitions, version probing, follow-ups, task changes."""
+
+from __future__ import annotations
+
+from protocol.errors import AssignorError
+from protocol.ids import HostInfo, TaskId, TopicPartition
+from protocol.messages import NO_FOLLOWUP_REBALANCE, AssignmentInfo, VersionHeader
+
+from assignor.member import MemberAssignment, align_active_tasks, interpret_assignment
+
+HOST = HostInfo("app-1", 8080)
+T00, T01, T10 = TaskId(0, 0), TaskId(0, 1), TaskId(1, 0)
+A0, A1, B0 = TopicPartition("a", 0), TopicPartition("a", 1), TopicPartition("b", 0)
+
+
+def info(**overrides: object) -> AssignmentInfo:
+    fields: dict[str, object] = {
+        "version": 3,
+        "commonly_supported_version": 3,
+        "active_tasks": (T00, T10, T01),
+        "partitions_by_host": {HOST: frozenset({A0, A1, B0})},
+    }
+    fields.update(overrides)
+    return AssignmentInfo.model_validate(fields)
+
+
+def decide(assignment: AssignmentInfo | VersionHeader, **kwargs: object):  # type: ignore[no-untyped-def]
+    params: dict[str, object] = {
+        "used_version": 3,
+        "latest_supported_version": 3,
+        "endpoint": HOST,
+        "previous": None,
+    }
+    params.update(kwargs)
+    # Partitions arrive unsorted from aiokafka; alignment must sort them.
+    return interpret_assignment(assignment, [B0, A1, A0], **params)  # type: ignore[arg-type]
+
+
+def test_active_tasks_are_aligned_with_sorted_partitions() -> None:
+    decision = decide(info(active_tasks=(T00, T01, T10)))
+    assert decision.assignment.active_tasks == {T00: (A0,), T01: (A1,), T10: (B0,)}
+    assert decision.rebalance_at_ms is None
+    assert decision.next_used_version == 3
+
+
+def test_a_task_with_several_partitions_collects_them_all() -> None:
+    assert align_active_tasks([T00, T00, T10], [B0, A1, A0]) == {T00: (A0, A1), T10: (B0,)}
+
+
+def test_count_mismatch_is_an_assignment_error_not_an_exception() -> None:
+    decision = decide(info(active_tasks=(T00,)))
+    assert decision.assignment.error is AssignorError.ASSIGNMENT_ERROR
+    assert "number of assigned partitions 3" in decision.assignment.error_detail
+    assert decision.assignment.active_tasks == {}
+
+
+def test_error_code_from_leader_is_passed_to_the_application() -> None:
+    decision = decide(AssignmentInfo.error(AssignorError.SHUTDOWN_REQUESTED, 3))
+    assert decision.assignment.error is AssignorError.SHUTDOWN_REQUESTED
+    assert "requested a shutdown" in decision.assignment.error_detail
+
+
+def test_newer_assignment_than_subscription_is_rejected() -> None:
+    decision = decide(info(version=3), used_version=2)
+    assert decision.assignment.error is AssignorError.ASSIGNMENT_ERROR
+    assert "higher version 3" in decision.assignment.error_detail
+
+
+def test_unreadable_future_assignment_is_an_error() -> None:
+    decision = decide(VersionHeader(version=9, latest_supported_version=9))
+    assert decision.assignment.error is AssignorError.ASSIGNMENT_ERROR
+
+
+def test_downgrade_after_version_probing_rebalances_at_once() -> None:
+    # A new member (latest 4) sent v4; the leader answered at v2, commonly supported 2.
+    decision = decide(
+        info(version=2, commonly_supported_version=2), used_version=4, latest_supported_version=4
+    )
+    assert decision.next_used_version == 2
+    assert decision.rebalance_at_ms == 0
+    assert "version probing" in decision.reason
+
+
+def test_upgrade_when_the_whole_group_supports_a_newer_version() -> None:
+    decision = decide(
+        info(version=2, commonly_supported_version=3), used_version=2, latest_supported_version=3
+    )
+    assert decision.next_used_version == 3
+    assert decision.rebalance_at_ms == 0
+    assert "rolling upgrade" in decision.reason
+
+
+def test_commonly_supported_beyond_our_latest_is_an_error() -> None:
+    decision = decide(info(version=2, commonly_supported_version=5), used_version=2)
+    assert decision.assignment.error is AssignorError.ASSIGNMENT_ERROR
+
+
+def test_missing_own_endpoint_asks_for_an_immediate_rejoin() -> None:
+    decision = decide(info(partitions_by_host={}))
+    assert decision.rebalance_at_ms == 0
+    assert decision.assignment.active_tasks  # the tasks are still handed over
+
+
+def test_probing_time_is_scheduled() -> None:
+    decision = decide(info(next_rebalance_ms=123_456))
+    assert decision.rebalance_at_ms == 123_456
+    assert decide(info(next_rebalance_ms=NO_FOLLOWUP_REBALANCE)).rebalance_at_ms is None
+    assert decide(info(next_rebalance_ms=0)).rebalance_at_ms == 0
+
+
+def test_changes_since_the_previous_assignment() -> None:
+    previous = MemberAssignment(
+        active_tasks={T00: (A0,), TaskId(2, 0): (TopicPartition("c", 0),)},
+        standby_tasks={TaskId(3, 0): ()},
+    )
+    decision = decide(info(standby_tasks={TaskId(3, 0): (), TaskId(3, 1): ()}), previous=previous)
+    changes = decision.assignment.changes
+    assert changes.kept_active == {T00}
+    assert changes.added_active == {T01, T10}
+    assert changes.removed_active == {TaskId(2, 0)}
+    assert changes.kept_standby == {TaskId(3, 0)}
+    assert changes.added_standby == {TaskId(3, 1)}
+    assert changes.removed_standby == frozenset()
