@@ -50,7 +50,7 @@ class SubscriptionInfo(BaseModel):
     error_code: AssignorError = AssignorError.NONE
     client_tags: Mapping[str, str] = Field(default_factory=dict)
     rack_id: str | None = None
-    #: the consumer's ``group.instance.id``: aiokafka drops it before ``assign()``, so it travels here
+    #: the consumer's ``group.instance.id``; aiokafka drops it before ``assign()``
     group_instance_id: str | None = Field(default=None, min_length=1, max_length=249)
 
     @model_validator(mode="after")
