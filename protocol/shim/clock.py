@@ -1,0 +1,184 @@
+"""The clocks the shim runs on: asyncio's own, or a virtual one that jumps to the next timer.
+
+Every timeout of the coordinator and every sleep of a member goes through a ``Clock`` so the same
+code runs against wall time (``RealClock``) and against virtual time (``VirtualClock``), where an
+hour of rebalancing costs milliseconds and two runs with the same seed are identical.
+
+The virtual clock is an asyncio event loop whose ``time()`` is a counter and whose selector never
+blocks: when no callback is ready, the loop asks the selector to wait until the next timer, and the
+selector moves the counter there instead. Time therefore advances exactly when every task is idle,
+and plain ``asyncio.sleep``/``wait_for`` inside the loop follow virtual time too. Nothing in a
+virtual run may wait for real I/O or threads: there is nobody to wake the loop up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import selectors
+from collections.abc import Callable, Coroutine
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+T = TypeVar("T")
+
+# Timers within this distance of "now" fire; it absorbs float rounding when time jumps to a timer.
+_VIRTUAL_RESOLUTION = 1e-6
+
+
+@runtime_checkable
+class Clock(Protocol):
+    """What the coordinator and the members need from time: now, timers, sleeps, a seeded RNG."""
+
+    @property
+    def random(self) -> random.Random:
+        """The one source of randomness of a run (member ids, network jitter)."""
+        ...
+
+    def time(self) -> float:
+        """Seconds on this clock (monotonic; 0.0 at the start of a virtual run)."""
+        ...
+
+    def call_later(self, delay: float, callback: Callable[[], object]) -> asyncio.TimerHandle:
+        """Run ``callback`` after ``delay`` seconds; the handle cancels it."""
+        ...
+
+    async def sleep(self, delay: float) -> None:
+        """Suspend the calling task for ``delay`` seconds of this clock."""
+        ...
+
+    def create_future(self) -> asyncio.Future[Any]:
+        """A future bound to the loop this clock drives."""
+        ...
+
+
+class RealClock:
+    """Wall time: the running asyncio loop's monotonic clock."""
+
+    def __init__(self, seed: int | None = None) -> None:
+        self._random = random.Random(seed)
+
+    @property
+    def random(self) -> random.Random:
+        return self._random
+
+    def time(self) -> float:
+        return asyncio.get_running_loop().time()
+
+    def call_later(self, delay: float, callback: Callable[[], object]) -> asyncio.TimerHandle:
+        return asyncio.get_running_loop().call_later(max(delay, 0.0), callback)
+
+    async def sleep(self, delay: float) -> None:
+        await asyncio.sleep(max(delay, 0.0))
+
+    def create_future(self) -> asyncio.Future[Any]:
+        return asyncio.get_running_loop().create_future()
+
+
+class VirtualTimeDeadlock(RuntimeError):
+    """Every task waits and no timer is pending: in real time this run would hang forever."""
+
+
+class _JumpingSelector(selectors.BaseSelector):
+    """A selector with no I/O: "wait ``timeout`` seconds" means "move virtual time forward"."""
+
+    def __init__(self, loop: _VirtualTimeLoop) -> None:
+        self._loop = loop
+        self._keys: dict[Any, selectors.SelectorKey] = {}
+
+    def register(
+        self, fileobj: Any, events: int, data: Any = None
+    ) -> selectors.SelectorKey:
+        key = selectors.SelectorKey(fileobj, _fd(fileobj), events, data)
+        self._keys[fileobj] = key
+        return key
+
+    def unregister(self, fileobj: Any) -> selectors.SelectorKey:
+        return self._keys.pop(fileobj)
+
+    def modify(self, fileobj: Any, events: int, data: Any = None) -> selectors.SelectorKey:
+        self._keys.pop(fileobj, None)
+        return self.register(fileobj, events, data)
+
+    def select(
+        self, timeout: float | None = None
+    ) -> list[tuple[selectors.SelectorKey, int]]:
+        if timeout is None:
+            raise VirtualTimeDeadlock(
+                f"at virtual time {self._loop.time():.3f}s every task is waiting and no timer is "
+                "pending; a real run would hang here (a member awaits something nobody completes)"
+            )
+        if timeout > 0:
+            self._loop.advance(timeout)
+        return []
+
+    def close(self) -> None:
+        self._keys.clear()
+
+    def get_map(self) -> Any:
+        return self._keys
+
+
+def _fd(fileobj: Any) -> int:
+    return fileobj if isinstance(fileobj, int) else int(fileobj.fileno())
+
+
+class _VirtualTimeLoop(asyncio.SelectorEventLoop):
+    """An asyncio loop on virtual time (see the module docstring)."""
+
+    def __init__(self, start: float = 0.0) -> None:
+        self._virtual_now = start
+        super().__init__(_JumpingSelector(self))
+        self._clock_resolution = _VIRTUAL_RESOLUTION
+
+    def time(self) -> float:
+        return self._virtual_now
+
+    def advance(self, seconds: float) -> None:
+        self._virtual_now += seconds
+
+
+class VirtualClock:
+    """Deterministic virtual time on its own event loop; ``run`` drives a coroutine on it.
+
+    Use it from synchronous code (a plain test function, a Spark task): ``run`` cannot be
+    called from inside another running event loop.
+    """
+
+    def __init__(self, seed: int = 0, *, start: float = 0.0) -> None:
+        self._random = random.Random(seed)
+        self._loop = _VirtualTimeLoop(start)
+        self._runner = asyncio.Runner(loop_factory=lambda: self._loop)
+
+    @property
+    def random(self) -> random.Random:
+        return self._random
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        return self._loop
+
+    def time(self) -> float:
+        return self._loop.time()
+
+    def call_later(self, delay: float, callback: Callable[[], object]) -> asyncio.TimerHandle:
+        return self._loop.call_later(max(delay, 0.0), callback)
+
+    async def sleep(self, delay: float) -> None:
+        await asyncio.sleep(max(delay, 0.0))
+
+    def create_future(self) -> asyncio.Future[Any]:
+        return self._loop.create_future()
+
+    def run(self, main: Coroutine[Any, Any, T]) -> T:
+        """Run ``main`` to completion in virtual time; tasks it left behind keep their state."""
+        return self._runner.run(main)
+
+    def close(self) -> None:
+        """Cancel what is still running and close the loop."""
+        self._runner.close()
+
+    def __enter__(self) -> VirtualClock:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

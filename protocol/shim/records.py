@@ -1,0 +1,136 @@
+"""What a run of the shim leaves behind: one record per generation and a log of events.
+
+The simulator and the tests read these instead of poking at the coordinator's state, and a person
+reads their ``repr`` when a test fails, so both print as short, aligned text.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import NamedTuple
+
+
+class Event(NamedTuple):
+    """One thing that happened: a request, a response with an error, a timeout, a state change."""
+
+    time: float
+    group: str
+    kind: str
+    member: str
+    detail: str
+
+    def __repr__(self) -> str:
+        who = f" {self.member}" if self.member else ""
+        what = f": {self.detail}" if self.detail else ""
+        return f"{self.time:10.3f}s [{self.group}] {self.kind}{who}{what}"
+
+
+@dataclass(frozen=True, slots=True, eq=True)
+class RebalanceRecord:
+    """One generation of one group, from the start of its join phase to its end.
+
+    ``outcome`` is ``"stable"`` when the leader's assignment reached the group, ``"aborted"`` when
+    a new rebalance began before that, ``"empty"`` when the generation had no members. Times are
+    on the shim's clock, in seconds; ``metadata`` holds what each member sent for the selected
+    protocol and ``assignments`` what each received.
+    """
+
+    group_id: str
+    generation: int
+    outcome: str
+    protocol: str | None
+    leader: str | None
+    members: tuple[str, ...]
+    static_members: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    reasons: tuple[str, ...] = ()
+    started_at: float = 0.0
+    joined_at: float = 0.0
+    ended_at: float = 0.0
+    metadata: Mapping[str, bytes] = field(default_factory=lambda: MappingProxyType({}))
+    assignments: Mapping[str, bytes] = field(default_factory=lambda: MappingProxyType({}))
+    sent_bytes: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    received_bytes: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+
+    @property
+    def join_ms(self) -> float:
+        return (self.joined_at - self.started_at) * 1000.0
+
+    @property
+    def sync_ms(self) -> float:
+        return (self.ended_at - self.joined_at) * 1000.0
+
+    @property
+    def total_ms(self) -> float:
+        return (self.ended_at - self.started_at) * 1000.0
+
+    def summary(self) -> str:
+        """One line: generation, outcome, size, leader, phase times."""
+        return (
+            f"gen {self.generation} {self.outcome} [{self.group_id}] {len(self.members)} members, "
+            f"protocol {self.protocol!r}, leader {self.leader}, join {self.join_ms:.1f} ms, "
+            f"sync {self.sync_ms:.1f} ms"
+        )
+
+    def __repr__(self) -> str:
+        lines = [f"RebalanceRecord({self.summary()}"]
+        if self.reasons:
+            lines.append("  because: " + "; ".join(self.reasons))
+        lines.append(f"  from {self.started_at:.3f}s, joined {self.joined_at:.3f}s, "
+                     f"ended {self.ended_at:.3f}s")
+        for member in self.members:
+            tags = []
+            if member == self.leader:
+                tags.append("leader")
+            if member in self.static_members:
+                tags.append(f"instance {self.static_members[member]}")
+            tag = f" ({', '.join(tags)})" if tags else ""
+            lines.append(
+                f"  {member}{tag}: sent {self.sent_bytes.get(member, 0)} B, "
+                f"received {self.received_bytes.get(member, 0)} B, "
+                f"metadata {len(self.metadata.get(member, b''))} B, "
+                f"assignment {len(self.assignments.get(member, b''))} B"
+            )
+        return "\n".join(lines) + ")"
+
+
+class Journal:
+    """The event log and the rebalance records of one run, shared by coordinator and members.
+
+    ``max_events`` bounds memory on long simulations by keeping only the latest events; records are
+    always all kept (one per generation).
+    """
+
+    def __init__(self, *, max_events: int | None = None) -> None:
+        self.events: deque[Event] = deque(maxlen=max_events)
+        self.records: list[RebalanceRecord] = []
+
+    def log(self, time: float, group: str, kind: str, member: str = "", detail: str = "") -> None:
+        self.events.append(Event(time, group, kind, member, detail))
+
+    def add(self, record: RebalanceRecord) -> None:
+        self.records.append(record)
+
+    def records_for(self, group_id: str) -> list[RebalanceRecord]:
+        return [record for record in self.records if record.group_id == group_id]
+
+    def stable(self, group_id: str) -> list[RebalanceRecord]:
+        """The generations of ``group_id`` whose assignment reached the members."""
+        return [r for r in self.records if r.group_id == group_id and r.outcome == "stable"]
+
+    def kinds(self, kind: str) -> Iterator[Event]:
+        return (event for event in self.events if event.kind == kind)
+
+    def text(self, last: int | None = None) -> str:
+        """The event log as text, one event per line (only the ``last`` ones if given)."""
+        events = list(self.events)
+        if last is not None:
+            events = events[-last:]
+        return "\n".join(repr(event) for event in events)
+
+    def __repr__(self) -> str:
+        head = f"Journal({len(self.events)} events, {len(self.records)} generations)"
+        gens = "\n".join("  " + record.summary() for record in self.records[-10:])
+        return "\n".join(part for part in (head, gens, self.text(last=20)) if part)
