@@ -1,0 +1,175 @@
+"""The subscription's wire layout in each version, and its checked reader.
+
+Top level is one msgpack array; ``S`` is the kind marker (0x53)::
+
+    v1  [1, latest, S, process_id, endpoint, offset_sums]
+    v2  [2, latest, S, process_id, endpoint, offset_sums, unique_field, error_code]
+    v3  [3, latest, S, process_id, endpoint, offset_sums_named, unique_field, error_code,
+         client_tags, rack_id, group_instance_id]
+
+``process_id`` is 16 raw bytes; ``endpoint`` is nil or ``[host, port]``. Offset sums are grouped
+by subtopology, partitions sorted and delta-coded, sums inline, so a task costs 2-10 bytes
+instead of Kafka's 18: ``[[subtopology, p0, sum0, p1 - p0, sum1, ...], ...]``. Version 3 puts the
+named topology (nil or a string) in front of each group. Version 3 also carries what Kafka sends
+outside the Streams user data and aiokafka drops: the rack id and ``group.instance.id``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from protocol._limits import INT32_MAX, INT64_MAX
+from protocol._read import (
+    KIND_SUBSCRIPTION,
+    error_code,
+    fail,
+    host_info,
+    need_int,
+    need_list,
+    need_str,
+    optional_str,
+    process_id,
+    task_id,
+)
+from protocol.errors import AssignorError
+from protocol.ids import HostInfo, TaskId
+from protocol.messages import SubscriptionInfo
+
+#: Number of top-level fields per version.
+FIELDS = {1: 6, 2: 8, 3: 11}
+#: First version that carries named-topology task ids.
+NAMED_TOPOLOGY_VERSION = 3
+
+
+def encode(info: SubscriptionInfo, version: int) -> list[object]:
+    if version > info.latest_supported_version:
+        raise ValueError(
+            f"cannot write a version {version} subscription for a member whose latest supported "
+            f"version is {info.latest_supported_version}"
+        )
+    endpoint = info.user_endpoint
+    items: list[object] = [
+        version,
+        info.latest_supported_version,
+        KIND_SUBSCRIPTION,
+        info.process_id.uuid.bytes,
+        None if endpoint is None else [endpoint.host, endpoint.port],
+        _encode_offset_sums(info.task_offset_sums, named=version >= NAMED_TOPOLOGY_VERSION),
+    ]
+    if version >= 2:
+        items += [info.unique_field, int(info.error_code)]
+    if version >= 3:
+        items += [dict(sorted(info.client_tags.items())), info.rack_id, info.group_instance_id]
+    return items
+
+
+def _encode_offset_sums(sums: Mapping[TaskId, int], *, named: bool) -> list[list[object]]:
+    groups: dict[tuple[str | None, int], list[tuple[int, int]]] = {}
+    for task, offset_sum in sums.items():
+        if task.topology is not None and not named:
+            raise ValueError(
+                f"task {task} has a named topology; named topologies need subscription version "
+                f"{NAMED_TOPOLOGY_VERSION} or later"
+            )
+        groups.setdefault((task.topology, task.subtopology), []).append(
+            (task.partition, offset_sum)
+        )
+    encoded: list[list[object]] = []
+    for (topology, subtopology), entries in sorted(groups.items(), key=_group_order):
+        entries.sort()
+        group: list[object] = [topology, subtopology] if named else [subtopology]
+        previous = 0
+        for partition, offset_sum in entries:
+            group += [partition - previous, offset_sum]
+            previous = partition
+        encoded.append(group)
+    return encoded
+
+
+def _group_order(item: tuple[tuple[str | None, int], object]) -> tuple[bool, str, int]:
+    (topology, subtopology), _ = item
+    return (topology is not None, topology or "", subtopology)
+
+
+def decode(items: list[object], version: int, latest: int) -> SubscriptionInfo:
+    expected = FIELDS[version]
+    if len(items) != expected:
+        fail("payload", f"a version {version} subscription has {expected} fields, not {len(items)}")
+    unique_field = 0
+    code = AssignorError.NONE
+    client_tags: dict[str, str] = {}
+    rack_id = None
+    group_instance_id = None
+    if version >= 2:
+        unique_field = need_int(items[6], "unique_field", 0, 255)
+        code = error_code(items[7])
+    if version >= 3:
+        client_tags = _decode_tags(items[8])
+        rack_id = optional_str(items[9], "rack_id")
+        if items[10] is not None:
+            group_instance_id = need_str(items[10], "group_instance_id", 249)
+    return SubscriptionInfo.model_construct(
+        version=version,
+        latest_supported_version=latest,
+        process_id=process_id(items[3]),
+        user_endpoint=_decode_endpoint(items[4]),
+        task_offset_sums=_decode_offset_sums(items[5], named=version >= NAMED_TOPOLOGY_VERSION),
+        unique_field=unique_field,
+        error_code=code,
+        client_tags=client_tags,
+        rack_id=rack_id,
+        group_instance_id=group_instance_id,
+    )
+
+
+def _decode_endpoint(value: object) -> HostInfo | None:
+    if value is None:
+        return None
+    pair = need_list(value, "user_endpoint")
+    if len(pair) != 2:
+        fail("user_endpoint", f"expected [host, port], got {len(pair)} elements")
+    return host_info(pair[0], pair[1], "user_endpoint")
+
+
+def _decode_tags(value: object) -> dict[str, str]:
+    if type(value) is not dict:
+        fail("client_tags", f"expected a map, got {type(value).__name__}")
+    for key, tag in value.items():
+        need_str(key, "client_tags")
+        if type(tag) is not str:
+            fail(f"client_tags[{key!r}]", f"expected a string, got {type(tag).__name__}")
+    return value
+
+
+def _decode_offset_sums(value: object, *, named: bool) -> dict[TaskId, int]:
+    groups = need_list(value, "task_offset_sums")
+    head = 2 if named else 1
+    sums: dict[TaskId, int] = {}
+    for index, raw_group in enumerate(groups):
+        field = f"task_offset_sums[{index}]"
+        group = need_list(raw_group, field)
+        if len(group) < head + 2 or (len(group) - head) % 2:
+            fail(field, "expected a subtopology followed by (partition delta, offset sum) pairs")
+        topology = optional_str(group[0], f"{field}.topology") if named else None
+        subtopology = need_int(group[head - 1], f"{field}.subtopology", 0, INT32_MAX)
+        partition = -1
+        pairs = iter(group)
+        for _ in range(head):
+            next(pairs)
+        for step, offset_sum in zip(pairs, pairs, strict=True):
+            if type(step) is not int or step < (0 if partition < 0 else 1):
+                fail(f"{field}.partition", f"delta {step!r} after partition {partition}: "
+                     "partitions must be strictly increasing")
+            partition = step if partition < 0 else partition + step
+            if partition > INT32_MAX:
+                fail(f"{field}.partition", f"{partition} is beyond the int32 range")
+            if type(offset_sum) is not int or not (
+                offset_sum >= 0 or offset_sum == -2 or offset_sum == -3
+            ) or offset_sum > INT64_MAX:
+                fail(f"{field}.offset_sum", f"{offset_sum!r} for partition {partition} is not "
+                     "-2 (running), -3 (unknown) or a non-negative int64")
+            task = task_id(subtopology, partition, topology)
+            if task in sums:
+                fail(field, f"task {task} appears more than once")
+            sums[task] = offset_sum
+    return sums

@@ -1,0 +1,152 @@
+"""The versioned msgpack codec for subscriptions and assignments (our format, not Java's bytes).
+
+Every payload is one msgpack array that starts ``[version, second, kind, ...]``: ``second`` is
+the writer's latest supported version (subscriptions) or the group's commonly supported version
+(assignments), and ``kind`` tells the two messages apart. Those three values keep their place in
+every version, so a reader can always answer a newer writer (KIP-268 version probing): decoding a
+version newer than the codec's own returns a ``VersionHeader`` instead of failing.
+
+=========  ======================================  ==========================================
+version    subscription adds                       assignment adds
+=========  ======================================  ==========================================
+1          process id, endpoint, task offset sums  active tasks, standby tasks, partitions by
+                                                   host, error code
+2          unique field, error code                standby partitions by host, next rebalance
+3          client tags, rack id, group instance    named topologies
+           id, named topologies
+=========  ======================================  ==========================================
+
+Writing an older version drops what it lacks: a v2 subscription loses ``client_tags``,
+``rack_id`` and ``group_instance_id``; a v1 one loses ``unique_field`` and ``error_code`` too;
+a v1 assignment loses ``standby_partitions_by_host`` and ``next_rebalance_ms``. Tasks of a named
+topology cannot be written below version 3 (``ValueError``), as in Kafka. The reader fills
+missing fields with the model's defaults.
+
+Decoding is bounded (see ``protocol._limits``) and raises only ``ProtocolError``.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal, cast
+
+import msgpack
+
+from protocol import _assignment_format, _subscription_format
+from protocol._read import (
+    KIND_ASSIGNMENT,
+    KIND_NAMES,
+    KIND_SUBSCRIPTION,
+    as_bytes,
+    fail,
+    read_header,
+    unpack_all,
+)
+from protocol.errors import ProtocolError
+from protocol.messages import AssignmentInfo, SubscriptionInfo, VersionHeader
+
+LATEST_VERSION: Final = 3
+SUPPORTED_VERSIONS: Final = tuple(range(1, LATEST_VERSION + 1))
+
+Kind = Literal["subscription", "assignment"]
+Message = SubscriptionInfo | AssignmentInfo | VersionHeader
+
+class Codec:
+    """Reads and writes every version up to ``latest_supported``.
+
+    ``Codec(latest_supported=1)`` behaves like an old build of this code: it writes at most
+    version 1 and answers anything newer with the header alone.
+    """
+
+    __slots__ = ("latest_supported",)
+
+    def __init__(self, latest_supported: int = LATEST_VERSION) -> None:
+        if latest_supported not in SUPPORTED_VERSIONS:
+            raise ValueError(
+                f"latest_supported must be one of {list(SUPPORTED_VERSIONS)}, "
+                f"got {latest_supported!r}"
+            )
+        self.latest_supported = latest_supported
+
+    def __repr__(self) -> str:
+        return f"Codec(latest_supported={self.latest_supported})"
+
+    def _version_to_write(self, requested: int | None, own: int, what: str) -> int:
+        version = own if requested is None else requested
+        if type(version) is not int or not 1 <= version <= self.latest_supported:
+            raise ValueError(
+                f"cannot encode a {what} at version {version!r}: this codec writes versions 1 "
+                f"to {self.latest_supported}"
+            )
+        return version
+
+    def encode_subscription(self, info: SubscriptionInfo, version: int | None = None) -> bytes:
+        """Write ``info`` at ``version`` (default ``info.version``); see the module for drops."""
+        version = self._version_to_write(version, info.version, "subscription")
+        return _pack(_subscription_format.encode(info, version))
+
+    def encode_assignment(self, info: AssignmentInfo, version: int | None = None) -> bytes:
+        """Write ``info`` at ``version`` (default ``info.version``); see the module for drops."""
+        version = self._version_to_write(version, info.version, "assignment")
+        return _pack(_assignment_format.encode(info, version))
+
+    def decode_subscription(self, data: bytes) -> SubscriptionInfo | VersionHeader:
+        """Read a subscription, or only its header when it is newer than this codec."""
+        return cast(SubscriptionInfo | VersionHeader, self._decode(data, KIND_SUBSCRIPTION)[1])
+
+    def decode_assignment(self, data: bytes) -> AssignmentInfo | VersionHeader:
+        """Read an assignment, or only its header when it is newer than this codec."""
+        return cast(AssignmentInfo | VersionHeader, self._decode(data, KIND_ASSIGNMENT)[1])
+
+    def decode(self, data: bytes) -> tuple[Kind, Message]:
+        """Read either message; say which it was (for tools such as ``python -m protocol``)."""
+        kind, message = self._decode(data, None)
+        return ("subscription" if kind == KIND_SUBSCRIPTION else "assignment"), message
+
+    def _decode(self, data: object, expected_kind: int | None) -> tuple[int, Message]:
+        try:
+            raw = as_bytes(data)
+            version, second, kind = read_header(raw)
+            if expected_kind is not None and kind != expected_kind:
+                fail("kind", f"this payload is an {KIND_NAMES[kind]}, not a "
+                     f"{KIND_NAMES[expected_kind]}")
+            if version > self.latest_supported:
+                header = VersionHeader.model_construct(
+                    version=version, latest_supported_version=second
+                )
+                return kind, header
+            items = unpack_all(raw)
+            if kind == KIND_SUBSCRIPTION:
+                return kind, _subscription_format.decode(items, version, second)
+            return kind, _assignment_format.decode(items, version, second)
+        except ProtocolError:
+            raise
+        except Exception as exc:  # the decoder's contract: nothing but ProtocolError escapes
+            raise ProtocolError("payload", f"cannot be read ({type(exc).__name__}: {exc})") from exc
+
+
+def _pack(items: list[object]) -> bytes:
+    packed: bytes = msgpack.packb(items, use_bin_type=True)
+    return packed
+
+
+DEFAULT_CODEC: Final = Codec()
+
+
+def encode_subscription(info: SubscriptionInfo, version: int | None = None) -> bytes:
+    return DEFAULT_CODEC.encode_subscription(info, version)
+
+
+def encode_assignment(info: AssignmentInfo, version: int | None = None) -> bytes:
+    return DEFAULT_CODEC.encode_assignment(info, version)
+
+
+def decode_subscription(data: bytes) -> SubscriptionInfo | VersionHeader:
+    return DEFAULT_CODEC.decode_subscription(data)
+
+
+def decode_assignment(data: bytes) -> AssignmentInfo | VersionHeader:
+    return DEFAULT_CODEC.decode_assignment(data)
+
+
+def decode(data: bytes) -> tuple[Kind, Message]:
+    return DEFAULT_CODEC.decode(data)
