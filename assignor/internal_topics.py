@@ -143,9 +143,7 @@ def _missing_source_topics(
     by_sub = []
     for sub in topology.subtopologies:
         missing = tuple(
-            t
-            for t in sub.source_topics
-            if t not in enforced and partition_counts.get(t, 0) < 1
+            t for t in sub.source_topics if t not in enforced and partition_counts.get(t, 0) < 1
         )
         if missing:
             by_sub.append((sub.id, missing))
