@@ -11,6 +11,7 @@ test reads as a sequence of events::
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import contextlib
 import json
@@ -189,6 +190,14 @@ class MemberProcess:
                     )
                 self._changed.wait(min(remaining, 0.2))
 
+    async def wait_for_async(
+        self, predicate: Predicate, timeout_s: float, *, since: int = 0, what: str = "an event"
+    ) -> Event:
+        """``wait_for`` without blocking the caller's event loop."""
+        return await asyncio.to_thread(
+            self.wait_for, predicate, timeout_s, since=since, what=what
+        )
+
     def wait_for_event(
         self, name: str, timeout_s: float, *, since: int = 0, **fields: Any
     ) -> Event:
@@ -322,4 +331,18 @@ def wait_for_stable_group(
         f"the group did not settle on one generation > {newer_than} within {timeout_s}s; "
         f"generations seen {sorted(map(str, generations))}; live members "
         f"{[m.name for m in members if m.alive()]}\n{detail}"
+    )
+
+
+async def wait_for_stable_group_async(
+    members: Sequence[MemberProcess],
+    timeout_s: float,
+    *,
+    newer_than: int = 0,
+    settle_s: float = 1.0,
+) -> tuple[int, dict[ConsumerKey, list[Partition]]]:
+    """``wait_for_stable_group`` in a worker thread, so that the test's event loop keeps running
+    (an in-process producer or consumer next to the member processes keeps working meanwhile)."""
+    return await asyncio.to_thread(
+        wait_for_stable_group, members, timeout_s, newer_than=newer_than, settle_s=settle_s
     )

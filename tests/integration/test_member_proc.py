@@ -16,6 +16,7 @@ from tests.integration.member_driver import (
     MemberProcessError,
     Partition,
     wait_for_stable_group,
+    wait_for_stable_group_async,
 )
 
 SESSION_TIMEOUT_MS = 3000
@@ -62,7 +63,7 @@ async def test_three_processes_then_kill_minus_nine(
         for i in range(3)
     ]
 
-    generation, assignment = wait_for_stable_group(members, WAIT_S)
+    generation, assignment = await wait_for_stable_group_async(members, WAIT_S)
     owners = _owners(assignment)
     assert set(owners) == every_partition
     assert set(owners.values()) == {1}, f"a partition is owned twice: {assignment}"
@@ -88,7 +89,7 @@ async def test_three_processes_then_kill_minus_nine(
     assert victim.returncode == -9
     survivors = [members[0], members[2]]
 
-    new_generation, after = wait_for_stable_group(
+    new_generation, after = await wait_for_stable_group_async(
         survivors, WAIT_S, newer_than=generation
     )
     owners_after = _owners(after)
@@ -133,7 +134,32 @@ async def test_graceful_stop_leaves_the_group_and_waits_are_bounded(
     mark = first.mark()
     first.send("rejoin")
     first.wait_for_event("rejoin_requested", 10.0, since=mark, ok=True)
-    rejoined = first.wait_for(
+    rejoined = await first.wait_for_async(
         lambda e: e["event"] == "assigned" and e["generation"] > new_generation, 20.0, since=mark
     )
     assert rejoined["partitions"] == [[topic, p] for p in range(4)]
+
+
+async def test_static_member_restarted_after_kill_gets_its_partitions_back(
+    kafka_bootstrap: str,
+    create_topics: CreateTopics,
+    unique_name: Callable[[str], str],
+    spawn: Callable[..., MemberProcess],
+) -> None:
+    """KIP-345 through aiokafka against Kafka 4.1.2: a static member that comes back within the
+    session timeout is handed its old assignment by the broker, with no new generation."""
+    topic, group = unique_name("t"), unique_name("g")
+    await create_topics({topic: 6})
+    static = {"consumers": 2, "session_timeout_ms": 20_000, "heartbeat_interval_ms": 500}
+    p0 = spawn(kafka_bootstrap, group, [topic], name="p0", instance_id="i0", **static)
+    p1 = spawn(kafka_bootstrap, group, [topic], name="p1", instance_id="i1", **static)
+    generation, before = await wait_for_stable_group_async([p0, p1], WAIT_S)
+
+    p1.kill()
+    again = spawn(kafka_bootstrap, group, [topic], name="p1", instance_id="i1", **static)
+    generation_after, after = await wait_for_stable_group_async([p0, again], WAIT_S)
+
+    assert generation_after == generation
+    assert after == before
+    assert not [e for e in p0.events if e["event"] == "assigned" and e["generation"] > generation]
+    assert not [e for e in again.events if e["event"] == "leader_assign"]
