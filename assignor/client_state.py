@@ -54,7 +54,7 @@ class ClientState:
     #: previous active tasks per consumer, from the partitions each consumer owned
     previous_active_by_consumer: Mapping[str, frozenset[TaskId]] = field(default_factory=dict)
     owned_partitions: Mapping[TopicPartition, str] = field(default_factory=dict)
-    client_tags: Mapping[str, str] = _EMPTY
+    client_tags: Mapping[str, str] = field(default_factory=dict)
     host_info: HostInfo | None = None
     rack: str | None = None
     active: frozenset[TaskId] = _NO_TASKS
