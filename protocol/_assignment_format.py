@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from protocol._limits import INT32_MAX, INT64_MAX
+from protocol._limits import INT32_MAX, INT64_MAX, check_array, check_wire_str
 from protocol._read import (
     KIND_ASSIGNMENT,
     error_code,
@@ -57,6 +57,7 @@ def encode(info: AssignmentInfo, version: int) -> list[object]:
     if version >= 2:
         host_maps.append(info.standby_partitions_by_host)
     topics = _topic_dictionary(info.standby_tasks.values(), host_maps)
+    check_array(topics, "topics")
     topic_index = {topic: index for index, topic in enumerate(topics)}
     topologies = sorted(
         {t.topology for t in (*info.active_tasks, *info.standby_tasks) if t.topology is not None}
@@ -66,7 +67,9 @@ def encode(info: AssignmentInfo, version: int) -> list[object]:
             f"named topologies {topologies} need assignment version {NAMED_TOPOLOGY_VERSION} "
             "or later"
         )
-    topology_index = {name: index + 1 for index, name in enumerate(topologies)}
+    topology_index = {
+        check_wire_str(name, "topologies"): index + 1 for index, name in enumerate(topologies)
+    }
 
     def task_ints(task: TaskId) -> list[int]:
         if not named:
@@ -82,11 +85,15 @@ def encode(info: AssignmentInfo, version: int) -> list[object]:
         entry: list[object] = list(task_ints(task))
         for tp in partitions:
             entry += [topic_index[tp.topic], tp.partition]
-        standby.append(entry)
+        standby.append(check_array(entry, "standby_tasks entry"))
     items: list[object] = [version, info.commonly_supported_version, KIND_ASSIGNMENT, topics]
     if named:
         items.append(topologies)
-    items += [active, standby, *(_encode_hosts(host_map, topic_index) for host_map in host_maps)]
+    items += [
+        check_array(active, "active_tasks"),
+        check_array(standby, "standby_tasks"),
+        *(_encode_hosts(host_map, topic_index) for host_map in host_maps),
+    ]
     items.append(int(info.error_code))
     if version >= 2:
         items.append(info.next_rebalance_ms)
@@ -118,9 +125,9 @@ def _encode_hosts(host_map: HostMap, topic_index: Mapping[str, int]) -> list[lis
         entry: list[object] = [host.host, host.port]
         for index in sorted(by_topic):
             partitions = sorted(by_topic[index])
-            entry.append([index, *_deltas(partitions)])
+            entry.append(check_array([index, *_deltas(partitions)], "host partitions"))
         encoded.append(entry)
-    return encoded
+    return check_array(encoded, "hosts")
 
 
 def _deltas(ascending: Iterable[int]) -> list[int]:

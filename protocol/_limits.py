@@ -7,7 +7,10 @@ checked by msgpack while it parses (before it allocates) or by the codec right a
 
 from __future__ import annotations
 
-from typing import Final
+from collections.abc import Sized
+from typing import Final, TypeVar
+
+_Sized = TypeVar("_Sized", bound=Sized)
 
 #: Largest payload accepted, in bytes. Kafka's own group requests are bounded by
 #: ``socket.request.max.bytes`` (100 MiB); an assignment with host maps for 1,000 hosts and
@@ -31,3 +34,19 @@ PROCESS_ID_BYTES: Final = 16
 
 INT32_MAX: Final = 2**31 - 1
 INT64_MAX: Final = 2**63 - 1
+
+
+def check_wire_str(value: str, field: str, *, allow_empty: bool = False) -> str:
+    """Writers refuse what readers would refuse: empty strings or ones over the byte limit."""
+    if not value and not allow_empty:
+        raise ValueError(f"{field}: an empty string cannot be written")
+    if len(value) * 4 > MAX_STRING_BYTES and len(value.encode("utf-8")) > MAX_STRING_BYTES:
+        raise ValueError(f"{field}: longer than {MAX_STRING_BYTES} bytes in UTF-8")
+    return value
+
+
+def check_array(items: _Sized, field: str) -> _Sized:
+    """Writers refuse arrays a reader would reject as too long."""
+    if len(items) > MAX_ARRAY_LEN:
+        raise ValueError(f"{field}: {len(items)} elements exceed the limit of {MAX_ARRAY_LEN}")
+    return items

@@ -18,7 +18,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from protocol._limits import INT32_MAX, INT64_MAX
+from protocol._limits import (
+    INT32_MAX,
+    INT64_MAX,
+    MAX_CLIENT_TAGS,
+    check_array,
+    check_wire_str,
+)
 from protocol._read import (
     KIND_SUBSCRIPTION,
     error_code,
@@ -59,8 +65,21 @@ def encode(info: SubscriptionInfo, version: int) -> list[object]:
     if version >= 2:
         items += [info.unique_field, int(info.error_code)]
     if version >= 3:
-        items += [dict(sorted(info.client_tags.items())), info.rack_id, info.group_instance_id]
+        items += [
+            _encode_tags(info.client_tags),
+            None if info.rack_id is None else check_wire_str(info.rack_id, "rack_id"),
+            info.group_instance_id,
+        ]
     return items
+
+
+def _encode_tags(tags: Mapping[str, str]) -> dict[str, str]:
+    if len(tags) > MAX_CLIENT_TAGS:
+        raise ValueError(f"client_tags: {len(tags)} tags exceed the limit of {MAX_CLIENT_TAGS}")
+    for key, value in tags.items():
+        check_wire_str(key, "client_tags key")
+        check_wire_str(value, f"client_tags[{key!r}]", allow_empty=True)
+    return dict(sorted(tags.items()))
 
 
 def _encode_offset_sums(sums: Mapping[TaskId, int], *, named: bool) -> list[list[object]]:
@@ -77,12 +96,15 @@ def _encode_offset_sums(sums: Mapping[TaskId, int], *, named: bool) -> list[list
     encoded: list[list[object]] = []
     for (topology, subtopology), entries in sorted(groups.items(), key=_group_order):
         entries.sort()
-        group: list[object] = [topology, subtopology] if named else [subtopology]
+        if topology is None:
+            group: list[object] = [None, subtopology] if named else [subtopology]
+        else:
+            group = [check_wire_str(topology, "task_offset_sums topology"), subtopology]
         previous = 0
         for partition, offset_sum in entries:
             group += [partition - previous, offset_sum]
             previous = partition
-        encoded.append(group)
+        encoded.append(check_array(group, "task_offset_sums group"))
     return encoded
 
 

@@ -32,6 +32,7 @@ from typing import Final, Literal, cast
 import msgpack
 
 from protocol import _assignment_format, _subscription_format
+from protocol._limits import MAX_PAYLOAD_BYTES
 from protocol._read import (
     KIND_ASSIGNMENT,
     KIND_NAMES,
@@ -126,6 +127,11 @@ class Codec:
 
 def _pack(items: list[object]) -> bytes:
     packed: bytes = msgpack.packb(items, use_bin_type=True)
+    if len(packed) > MAX_PAYLOAD_BYTES:
+        raise ValueError(
+            f"the encoded message takes {len(packed)} bytes, over the limit of "
+            f"{MAX_PAYLOAD_BYTES} that readers accept"
+        )
     return packed
 
 
