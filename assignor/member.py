@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from protocol.errors import AssignorError
 from protocol.ids import HostInfo, TaskId, TopicPartition
@@ -88,7 +88,11 @@ def interpret_assignment(
             used_version,
         )
     if info.error_code is not AssignorError.NONE:
-        return _failed(previous, info.error_code, info.error_code.description, used_version)
+        failed = _failed(previous, info.error_code, info.error_code.description, used_version)
+        if info.next_rebalance_ms < NO_FOLLOWUP_REBALANCE:
+            # The leader wants a retry (e.g. internal topics were missing and are being made).
+            return replace(failed, rebalance_at_ms=info.next_rebalance_ms)
+        return failed
     if info.version > used_version:
         return _failed(
             previous,

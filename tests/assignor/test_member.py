@@ -121,3 +121,15 @@ def test_changes_since_the_previous_assignment() -> None:
     assert changes.kept_standby == {TaskId(3, 0)}
     assert changes.added_standby == {TaskId(3, 1)}
     assert changes.removed_standby == frozenset()
+
+
+def test_error_with_a_retry_time_schedules_the_retry() -> None:
+    failed = AssignmentInfo(
+        version=3,
+        commonly_supported_version=3,
+        error_code=AssignorError.INCOMPLETE_SOURCE_TOPIC_METADATA,
+        next_rebalance_ms=5_000,
+    )
+    decision = decide(failed)
+    assert decision.assignment.error is AssignorError.INCOMPLETE_SOURCE_TOPIC_METADATA
+    assert decision.rebalance_at_ms == 5_000
