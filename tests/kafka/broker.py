@@ -358,7 +358,11 @@ def start(
         )
         (directory / "log4j2.properties").write_text(log4j2_properties(directory / "server.log"))
         deadline = time.monotonic() + timeout_s
-        _format_storage(java, libs, directory, timeout_s)
+        try:
+            _format_storage(java, libs, directory, timeout_s)
+        except (BrokerError, subprocess.TimeoutExpired):
+            shutil.rmtree(directory, ignore_errors=True)
+            raise
         command = [
             java, *jvm_opts,
             f"-Dlog4j2.configurationFile={directory / 'log4j2.properties'}",
