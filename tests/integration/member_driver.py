@@ -56,6 +56,7 @@ class MemberProcess:
         heartbeat_interval_ms: int = 500,
         rebalance_timeout_ms: int = 20000,
         emit_records: bool = False,
+        emit_assign_io: bool = False,
         log_level: str = "WARNING",
         extra_args: Sequence[str] = (),
         env: Mapping[str, str] | None = None,
@@ -77,6 +78,8 @@ class MemberProcess:
             self.command += ["--assignor-config", json.dumps(dict(assignor_config))]
         if emit_records:
             self.command.append("--emit-records")
+        if emit_assign_io:
+            self.command.append("--emit-assign-io")
         self.command += list(extra_args)
         self._env = dict(env) if env is not None else None
         self._events: list[Event] = []

@@ -10,7 +10,8 @@ the integration tests need exactly that shape as a real process they can ``kill 
 returns that consumer's own assignor instance (``ctx.shared`` is one dict for the whole process).
 
 Every stdout line is one JSON object with ``event`` among: ``started``, ``consumer_started``,
-``leader_assign`` (this consumer's assignor ran ``assign()``), ``joined`` (first assignment of a
+``leader_assign`` (this consumer's assignor ran ``assign()``; with ``--emit-assign-io`` also
+its input and output, for an offline replay), ``joined`` (first assignment of a
 consumer), ``assigned``, ``revoked``, ``records`` (with ``--emit-records``), ``log`` (warnings),
 ``error``, ``stopped``. stdin takes ``rejoin`` (every consumer rejoins) and ``stop``.
 SIGTERM/SIGINT stop gracefully (consumers leave the group); ``kill -9`` is the crash test.
@@ -34,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener
+from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment
 from aiokafka.structs import TopicPartition
 
 _emit_lock = threading.Lock()
@@ -102,13 +104,37 @@ def _request_rejoin(consumer: AIOKafkaConsumer) -> bool:
     return True
 
 
+def _assign_io(
+    cluster: Any, members: Mapping[str, Any], result: Mapping[str, Any]
+) -> dict[str, Any]:
+    """What the leader's assign() saw and answered, in JSON, so a test can replay it offline."""
+    topics = sorted({t for meta in members.values() for t in meta.subscription})
+    counts = {t: len(cluster.partitions_for_topic(t) or ()) for t in topics}
+    subscriptions = {
+        member: {"version": meta.version, "topics": sorted(meta.subscription),
+                 "user_data": (meta.user_data or b"").hex()}
+        for member, meta in members.items()
+    }
+    answers = {}
+    for member, answer in result.items():
+        decoded = (
+            ConsumerProtocolMemberAssignment.decode(answer) if isinstance(answer, bytes) else answer
+        )
+        answers[member] = {
+            "partitions": sorted([t, p] for t, ps in decoded.assignment for p in ps),
+            "user_data": (decoded.user_data or b"").hex(),
+        }
+    return {"partition_counts": counts, "subscriptions": subscriptions, "assignments": answers}
+
+
 class ReportingAssignor:
     """Wraps the factory's assignor: same behaviour, plus events for assign() and its failures."""
 
-    def __init__(self, inner: Any, reporter: Reporter, index: int) -> None:
+    def __init__(self, inner: Any, reporter: Reporter, index: int, emit_io: bool = False) -> None:
         self._inner = inner
         self._reporter = reporter
         self._index = index
+        self._emit_io = emit_io
         self.consumer: AIOKafkaConsumer | None = None
 
     @property
@@ -129,10 +155,12 @@ class ReportingAssignor:
         except Exception as exc:
             self._error("assign", exc)
             raise
+        elapsed_ms = round((time.perf_counter() - began) * 1000, 3)
         view = _coordinator_view(self.consumer) if self.consumer is not None else {}
+        io = _assign_io(cluster, members, result) if self._emit_io else {}
         self._reporter.emit(
             "leader_assign", consumer=self._index, members=sorted(members),
-            elapsed_ms=round((time.perf_counter() - began) * 1000, 3), **view,
+            elapsed_ms=elapsed_ms, **view, **io,
         )
         return result
 
@@ -290,7 +318,7 @@ async def run(args: argparse.Namespace) -> int:
             group=args.group, topics=topics, instance_id=args.instance_id,
             group_instance_id=group_instance_id, config=config, shared=shared,
         )
-        assignor = ReportingAssignor(factory(context), reporter, index)
+        assignor = ReportingAssignor(factory(context), reporter, index, args.emit_assign_io)
         consumer = AIOKafkaConsumer(
             bootstrap_servers=args.bootstrap,
             group_id=args.group,
@@ -350,6 +378,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--rebalance-timeout-ms", type=int, default=20000)
     parser.add_argument("--max-poll-interval-ms", type=int, default=300000)
     parser.add_argument("--emit-records", action="store_true")
+    parser.add_argument(
+        "--emit-assign-io", action="store_true",
+        help="leader_assign events carry the subscriptions, partition counts and answers (hex)",
+    )
     parser.add_argument("--log-level", default="WARNING")
     parser.add_argument("--stderr-log", action="store_true", help="also log to stderr (debug)")
     parser.add_argument("--exit-with-parent", action="store_true")

@@ -6,8 +6,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterator
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
+from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+from aiokafka.coordinator.protocol import ConsumerProtocolMemberMetadata
 
 from tests.integration.conftest import CreateTopics
 from tests.integration.member_driver import (
@@ -44,6 +48,34 @@ def spawn() -> Iterator[Callable[..., MemberProcess]]:
         member.terminate(timeout_s=10)
 
 
+def _leader_event(members: list[MemberProcess], generation: int) -> dict[str, Any]:
+    found = [
+        e for m in members for e in m.events
+        if e["event"] == "leader_assign" and e["generation"] == generation
+    ]
+    assert len(found) == 1, f"expected one leader for generation {generation}: {found}"
+    return found[0]
+
+
+def _replay_roundrobin(leader: dict[str, Any]) -> dict[str, Any]:
+    counts: dict[str, int] = leader["partition_counts"]
+    cluster = SimpleNamespace(partitions_for_topic=lambda t: set(range(counts[t])))
+    members = {
+        member: ConsumerProtocolMemberMetadata(
+            sub["version"], sub["topics"], bytes.fromhex(sub["user_data"])
+        )
+        for member, sub in leader["subscriptions"].items()
+    }
+    answers = RoundRobinPartitionAssignor.assign(cluster, members)
+    return {
+        member: {
+            "partitions": sorted([t, p] for t, ps in answer.assignment for p in ps),
+            "user_data": (answer.user_data or b"").hex(),
+        }
+        for member, answer in answers.items()
+    }
+
+
 async def test_three_processes_then_kill_minus_nine(
     kafka_bootstrap: str,
     create_topics: CreateTopics,
@@ -59,6 +91,7 @@ async def test_three_processes_then_kill_minus_nine(
             assignor="tests.integration.factories:describing_roundrobin",
             assignor_config={"label": f"p{i}"},
             session_timeout_ms=SESSION_TIMEOUT_MS, heartbeat_interval_ms=HEARTBEAT_MS,
+            emit_assign_io=True,
         )
         for i in range(3)
     ]
@@ -82,6 +115,18 @@ async def test_three_processes_then_kill_minus_nine(
     }
     assert len(process_tokens) == 3
 
+    # What the leader answered is what the members got, and replaying its recorded input through
+    # the same assignor offline gives the same answer (the pattern for checking a real assignor).
+    leader = _leader_event(members, generation)
+    member_ids = {
+        (m.name, e["consumer"]): e["member_id"] for m in members
+        for e in m.latest_assignments().values()
+    }
+    for key, partitions in assignment.items():
+        recorded = leader["assignments"][member_ids[key]]["partitions"]
+        assert [tuple(tp) for tp in recorded] == partitions
+    assert _replay_roundrobin(leader) == leader["assignments"]
+
     victim = members[1]
     victim_partitions = {tp for key, parts in assignment.items() if key[0] == victim.name
                          for tp in parts}
@@ -99,12 +144,7 @@ async def test_three_processes_then_kill_minus_nine(
     moved_to = {key for key, parts in after.items() if victim_partitions & set(parts)}
     assert moved_to, "the killed process's partitions went nowhere"
     # The broker only noticed the crash after the session timeout: no LeaveGroup was sent.
-    leader_events = [
-        e for m in survivors for e in m.events
-        if e["event"] == "leader_assign" and e["generation"] == new_generation
-    ]
-    assert len(leader_events) == 1
-    assert len(leader_events[0]["members"]) == 4
+    assert len(_leader_event(survivors, new_generation)["members"]) == 4
     assert all(not m.errors() for m in survivors), [m.errors() for m in survivors]
 
 
