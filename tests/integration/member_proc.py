@@ -396,4 +396,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run the importable module, not __main__, so that factories importing MemberContext from
+    # tests.integration.member_proc see the very class the runner builds.
+    sys.exit(importlib.import_module("tests.integration.member_proc").main())
