@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -251,15 +252,38 @@ def test_sizing_properties(case: tuple[Topology, dict[str, int]], strict: bool) 
     if checks_groups:
         for group in t.copartition_groups:
             assert len({sources[topic] for topic in group}) == 1, group
+    # copartitioning overrides only unenforced topics of its groups, and nothing downstream
+    before = sized(size_internal_topics(replace(t, copartition_groups=()), counts))
     grouped = {topic for group in t.copartition_groups for topic in group}
+    for topic in enforced:
+        if not (checks_groups and topic in grouped):
+            assert sources[topic] == before.source_partitions[topic]
+    # without groups, an unenforced topic is sized like one of its writers' inputs, and at
+    # least like the largest of their external inputs
     for topic, n in enforced.items():
-        if n is not None or (checks_groups and topic in grouped):
+        if n is not None:
             continue
         writers = [s for s in t.subtopologies if topic in s.sink_topics]
-        upstream = {sources[u] for s in writers for u in s.source_topics}
+        upstream = {before.source_partitions[u] for s in writers for u in s.source_topics}
         external = [counts[u] for s in writers for u in s.external_source_topics]
-        assert sources[topic] in upstream
-        assert sources[topic] >= max(external, default=0)
+        assert before.source_partitions[topic] in upstream
+        assert before.source_partitions[topic] >= max(external, default=0)
+
+
+def test_copartitioning_does_not_resize_downstream_repartition_topics() -> None:
+    """As in Kafka: rep-a is cut to 2 by its join, but rep-b was sized from rep-a's computed 6
+    before that, and keeps 6."""
+    t = topology(
+        [
+            {"id": 0, "source_topics": ["big"], "sink_topics": ["rep-a"]},
+            {"id": 1, "source_topics": ["rep-a", "small"], "sink_topics": ["rep-b"]},
+            {"id": 2, "source_topics": ["rep-b"]},
+        ],
+        {"rep-a": None, "rep-b": None},
+        [["rep-a", "small"]],
+    )
+    result = sized(size_internal_topics(t, {"big": 6, "small": 2}))
+    assert result.repartition_partitions == {"rep-a": 2, "rep-b": 6}
 
 
 @given(sized_topologies(), st.data())
