@@ -15,8 +15,9 @@ built from a ``HashSet`` for actives. To give Kafka's exact answer we replay bot
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Protocol
 
 from assignor.java_hash import JavaHashSet, JavaPriorityQueue, task_hash
@@ -33,13 +34,62 @@ def java_string_key(text: str) -> bytes:
 
 
 def _java_task_key(task: TaskId) -> tuple[bytes, int, int]:
-    return (java_string_key(task.topology or ""), task.subtopology, task.partition)
+    name = task.topology
+    return (b"" if name is None else java_string_key(name), task.subtopology, task.partition)
 
 
 def _check_comparable(tasks: Iterable[TaskId]) -> None:
     named = {task.topology is None for task in tasks}
     if len(named) > 1:
         raise ValueError("cannot order tasks of named and unnamed topologies together")
+
+
+class _LazyQueue:
+    """Kafka's ``PriorityQueue`` of tasks (as ranks 0..n-1), built only if its layout matters.
+
+    ``poll``/``remove``/``contains`` answer from a sorted cursor and a set, and every mutation
+    is logged. Only when leftovers are handed out in heap-array order is the real heap built
+    (from the Java iteration order, which may itself be costly to compute) and the log
+    replayed; in the common case - no leftovers - neither is ever needed.
+    """
+
+    __slots__ = ("_cursor", "_java_order", "_log", "_n", "_present")
+
+    def __init__(self, n: int, java_order: Callable[[], Iterable[int]]) -> None:
+        self._n = n
+        self._present = set(range(n))
+        self._cursor = 0
+        self._log: list[tuple[bool, int]] = []
+        self._java_order = java_order
+
+    def __len__(self) -> int:
+        return len(self._present)
+
+    def __contains__(self, item: int) -> bool:
+        return item in self._present
+
+    def remove(self, item: int) -> None:
+        self._present.discard(item)
+        self._log.append((False, item))
+
+    def poll(self) -> int | None:
+        while self._cursor < self._n and self._cursor not in self._present:
+            self._cursor += 1
+        if self._cursor >= self._n:
+            return None
+        item = self._cursor
+        self._present.discard(item)
+        self._log.append((True, item))
+        return item
+
+    def heap_order(self) -> list[int]:
+        heap = JavaPriorityQueue(self._java_order())
+        for polled, item in self._log:
+            if polled:
+                heap.poll()
+            else:
+                heap.remove(item)
+        return list(heap)
 
 
 def assign_tasks_to_threads(
@@ -56,17 +106,32 @@ def assign_tasks_to_threads(
     gives each consumer's previous stateful tasks sorted by (lag, task), already limited to
     tasks that are stateful now. ``thread_load`` is not modified.
     """
-    if not consumers:
-        raise ValueError("a client needs at least one consumer to receive tasks")
     _check_comparable(tasks)
     ordered = sorted(set(tasks), key=_java_task_key)
+    return _assign_pass(
+        ordered, lambda: tasks, is_stateful, consumers, prev_tasks_by_lag, thread_load
+    )
+
+
+def _assign_pass(
+    ordered: list[TaskId],
+    java_order: Callable[[], Iterable[TaskId]],
+    is_stateful: bool,
+    consumers: Sequence[str],
+    prev_tasks_by_lag: Mapping[str, Sequence[TaskId]],
+    thread_load: Mapping[str, int],
+) -> tuple[dict[str, list[TaskId]], dict[str, int]]:
+    """``assign_tasks_to_threads`` on sorted distinct tasks; ``java_order`` is asked for the
+    Java iteration order only if the heap layout decides something."""
+    if not consumers:
+        raise ValueError("a client needs at least one consumer to receive tasks")
     rank = {task: i for i, task in enumerate(ordered)}
     load = {c: thread_load.get(c, 0) for c in consumers}
     assignment: dict[str, list[int]] = {c: [] for c in consumers}
 
-    total = len(tasks) + sum(thread_load.values())
+    total = len(ordered) + sum(thread_load.values())
     floor = total // len(consumers)
-    queue = JavaPriorityQueue(rank[t] for t in tasks)
+    queue = _LazyQueue(len(ordered), lambda: [rank[t] for t in java_order()])
 
     if len(queue):
         to_fill: deque[str] = deque()
@@ -111,7 +176,7 @@ def assign_tasks_to_threads(
                     queue.remove(r)
                     to_fill.remove(consumer)
                     waiting.discard(consumer)
-            for r in queue:
+            for r in queue.heap_order():
                 if not to_fill:
                     # Java would fail here with a NullPointerException.
                     raise TaskAssignmentError(
@@ -122,6 +187,10 @@ def assign_tasks_to_threads(
     result = {c: [ordered[r] for r in assigned] for c, assigned in assignment.items()}
     new_load = {c: load[c] + len(assignment[c]) for c in consumers}
     return result, new_load
+
+
+def _hash_set_of_sorted(ordered: list[TaskId]) -> list[TaskId]:
+    return list(JavaHashSet(task_hash, ordered))
 
 
 def java_hash_set_order(tasks: Iterable[TaskId]) -> list[TaskId]:
@@ -162,16 +231,22 @@ def distribute_tasks(
     standbys as the sorted set itself.
     """
     ordered_consumers = sorted(set(consumers), key=java_string_key)
+    passes = []
     load: dict[str, int] = {}
-    stateful, load = assign_tasks_to_threads(
-        java_hash_set_order(stateful_active), True, ordered_consumers, prev_by_lag, load
-    )
-    standbys, load = assign_tasks_to_threads(
-        sorted(standby, key=_java_task_key), True, ordered_consumers, prev_by_lag, load
-    )
-    stateless, load = assign_tasks_to_threads(
-        java_hash_set_order(stateless_active), False, ordered_consumers, prev_by_lag, load
-    )
+    for tasks, stateful_pass, hashed in (
+        (stateful_active, True, True),
+        (standby, True, False),
+        (stateless_active, False, True),
+    ):
+        ordered = sorted(set(tasks), key=_java_task_key)
+        _check_comparable(ordered)
+        # A HashSet filled in task order, or the sorted set itself (already a valid heap).
+        java_order = partial(_hash_set_of_sorted, ordered) if hashed else partial(iter, ordered)
+        result, load = _assign_pass(
+            ordered, java_order, stateful_pass, ordered_consumers, prev_by_lag, load
+        )
+        passes.append(result)
+    stateful, standbys, stateless = passes
     active = {c: stateful[c] + stateless[c] for c in ordered_consumers}
     return ThreadAssignment(active=active, standby=standbys)
 
