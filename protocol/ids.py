@@ -30,8 +30,15 @@ class TopicPartition(BaseModel):
     topic: str = Field(min_length=1, max_length=249)
     partition: int = Field(ge=0, le=INT32_MAX)
 
-    def __init__(self, topic: str, partition: int, /, **kwargs: Any) -> None:
-        super().__init__(topic=topic, partition=partition, **kwargs)
+    def __init__(
+        self, topic: str | None = None, partition: int | None = None, /, **kwargs: Any
+    ) -> None:
+        # Positional for people, keywords for pydantic (model_validate calls __init__ so).
+        if topic is not None:
+            kwargs["topic"] = topic
+        if partition is not None:
+            kwargs["partition"] = partition
+        super().__init__(**kwargs)
 
     def __str__(self) -> str:
         return f"{self.topic}-{self.partition}"
@@ -78,9 +85,18 @@ class TaskId(BaseModel):
     topology: str | None = Field(default=None, min_length=1)
 
     def __init__(
-        self, subtopology: int, partition: int, /, topology: str | None = None, **kwargs: Any
+        self,
+        subtopology: int | None = None,
+        partition: int | None = None,
+        /,
+        topology: str | None = None,
+        **kwargs: Any,
     ) -> None:
-        super().__init__(subtopology=subtopology, partition=partition, topology=topology, **kwargs)
+        if subtopology is not None:
+            kwargs["subtopology"] = subtopology
+        if partition is not None:
+            kwargs["partition"] = partition
+        super().__init__(topology=topology, **kwargs)
 
     @classmethod
     def parse(cls, text: str) -> TaskId:
@@ -218,8 +234,12 @@ class HostInfo(BaseModel):
     host: str = Field(min_length=1, max_length=255)
     port: int = Field(ge=0, le=65535)
 
-    def __init__(self, host: str, port: int, /, **kwargs: Any) -> None:
-        super().__init__(host=host, port=port, **kwargs)
+    def __init__(self, host: str | None = None, port: int | None = None, /, **kwargs: Any) -> None:
+        if host is not None:
+            kwargs["host"] = host
+        if port is not None:
+            kwargs["port"] = port
+        super().__init__(**kwargs)
 
     @field_validator("host")
     @classmethod

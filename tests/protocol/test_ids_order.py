@@ -118,3 +118,15 @@ def test_host_info_parses_and_prints(text: str, host: str, port: int) -> None:
 def test_host_info_rejects_bad_endpoints(text: str) -> None:
     with pytest.raises(ValueError):
         HostInfo.parse(text)
+
+
+def test_models_validate_from_dicts_and_json() -> None:
+    assert TaskId.model_validate({"subtopology": 1, "partition": 2}) == TaskId(1, 2)
+    assert TaskId.model_validate_json('{"subtopology": 1, "partition": 2, "topology": "t"}') == (
+        TaskId(1, 2, topology="t")
+    )
+    assert TopicPartition.model_validate({"topic": "a", "partition": 0}) == TopicPartition("a", 0)
+    assert HostInfo.model_validate({"host": "h", "port": 1}) == HostInfo("h", 1)
+    assert ProcessId.model_validate({"uuid": str(uuid.UUID(int=7))}) == ProcessId.for_int(7)
+    with pytest.raises(ValidationError, match="partition"):
+        TaskId.model_validate({"subtopology": 1})
