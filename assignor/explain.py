@@ -163,10 +163,7 @@ def _why_standby(
         spread = ""
     if task in client.previous_standby or task in client.previous_active:
         return f"standby kept where its state already is ({lag_text}){spread}"
-    return (
-        f"standby on a least loaded client other than the active's process ({lag_text})"
-        f"{spread}"
-    )
+    return f"standby on a least loaded client other than the active's process ({lag_text}){spread}"
 
 
 __all__ = ["Placement", "explain"]

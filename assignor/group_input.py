@@ -201,9 +201,7 @@ def _member(raw: Any, where: str) -> MemberSubscription:
     topics_raw = entry.get("topics", [])
     if not isinstance(topics_raw, list):
         raise GroupInputError(f"{where}.topics", "must be a list of topic names")
-    topics = tuple(
-        _topic_name(t, f"{where}.topics[{i}]") for i, t in enumerate(topics_raw)
-    )
+    topics = tuple(_topic_name(t, f"{where}.topics[{i}]") for i, t in enumerate(topics_raw))
     has_hex, has_sub = "user_data_hex" in entry, "subscription" in entry
     if has_hex == has_sub:
         raise GroupInputError(where, "give exactly one of 'user_data_hex' and 'subscription'")
@@ -239,8 +237,9 @@ def _subscription(raw: Any, where: str) -> SubscriptionInfo:
         except ValueError as exc:
             raise GroupInputError(f"{where}.endpoint", str(exc)) from exc
     sums = {}
-    for task, offset in _object(entry.get("task_offset_sums", {}), f"{where}.task_offset_sums",
-                                None).items():
+    for task, offset in _object(
+        entry.get("task_offset_sums", {}), f"{where}.task_offset_sums", None
+    ).items():
         at = f"{where}.task_offset_sums[{task!r}]"
         try:
             task_id = TaskId.parse(task)
