@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from assignor.member import interpret_assignment
-from assignor.pipeline import GroupInput, LeaderResult, MemberSubscription
+from assignor.pipeline import FUTURE_PROCESS_ID, GroupInput, LeaderResult, MemberSubscription
 from assignor.topology import Topology
 from assignor.topology_data import topology_from_data
 from protocol.codec import Codec
@@ -152,3 +152,28 @@ def check_served(
         assert set(partition_owner) == every_partition
     for task, processes in standby_processes.items():
         assert process_of[active_owner[task]] not in processes, f"{task}: standby beside active"
+    _check_host_maps(result, served, process_of, endpoints or {})
+
+
+def _check_host_maps(
+    result: LeaderResult,
+    served: list[str],
+    process_of: Mapping[str, ProcessId],
+    endpoints: Mapping[str, HostInfo | None],
+) -> None:
+    """Each endpoint maps to the partitions of its process's members, the same for everyone."""
+    expected: dict[HostInfo, set[TopicPartition]] = {}
+    expected_standby: dict[HostInfo, set[TopicPartition]] = {}
+    for member in served:
+        endpoint = endpoints.get(member)
+        if endpoint is None or process_of[member] == FUTURE_PROCESS_ID:
+            continue
+        mine = result.members[member]
+        expected.setdefault(endpoint, set()).update(mine.partitions)
+        standby = expected_standby.setdefault(endpoint, set())
+        for parts in mine.info.standby_tasks.values():
+            standby.update(parts)
+    for member in served:
+        info = result.members[member].info
+        assert {h: set(p) for h, p in info.partitions_by_host.items()} == expected
+        assert {h: set(p) for h, p in info.standby_partitions_by_host.items()} == expected_standby

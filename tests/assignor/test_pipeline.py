@@ -51,15 +51,16 @@ def served(result, members, *, builds=None, used=None):  # type: ignore[no-untyp
         process_of=result_process_of(members),
         builds=builds,
         used=used or builds,
+        endpoints={m: getattr(_read(d), "user_endpoint", None) for m, d in members.items()},
     )
 
 
+def _read(data: bytes):  # type: ignore[no-untyped-def]
+    return Codec().decode_subscription(data)
+
+
 def result_process_of(members: dict[str, bytes]) -> dict[str, ProcessId]:
-    out = {}
-    for member, data in members.items():
-        info = Codec().decode_subscription(data)
-        out[member] = getattr(info, "process_id", FUTURE_PROCESS_ID)
-    return out
+    return {m: getattr(_read(d), "process_id", FUTURE_PROCESS_ID) for m, d in members.items()}
 
 
 # --- a normal rebalance ----------------------------------------------------------------------
