@@ -1,0 +1,225 @@
+"""Factories that make ``member_proc`` consumers run the streams assignor (one StreamsProcess per
+OS process, one assignor per consumer), plus the topology the integration tests share.
+
+``--assignor-config`` keys (all optional except ``topics``):
+    topics: {"orders": ..., "customers": ..., "repartition": ...} names used by the topology
+    app: application id (default: the group)
+    assignor: AssignorConfig under Kafka's names, e.g. {"num.standby.replicas": 1}
+    codec_version: an older Codec(latest_supported=N), for rolling-upgrade tests
+    endpoint: "host:port" for interactive-query host maps
+    probing_ms: StreamsProcess(testing_probing_interval_ms=...)
+    shutdown_after_s: the process requests an application shutdown this long after it starts
+    restore_after_s: the state provider reports a standby (warm-up) task as caught up to the
+        leader's end offsets once this process has held it that long (simulated restoration)
+    end_offsets: true -> the process reads changelog end offsets from the broker at "bootstrap"
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from collections.abc import Mapping
+from types import SimpleNamespace
+from typing import Any
+
+from aiokafka.consumer.group_coordinator import GroupCoordinator
+from aiokafka.coordinator.protocol import (
+    ConsumerProtocolMemberAssignment,
+    ConsumerProtocolMemberMetadata,
+)
+
+from assignor.config import AssignorConfig
+from assignor.member import MemberAssignment
+from assignor.streams_assignor import StreamsPartitionAssignor, StreamsProcess
+from assignor.topology import Topology, TopologyBuilder
+from protocol.codec import Codec
+from protocol.errors import AssignorError, ProtocolError
+from protocol.ids import HostInfo, TaskId, TopicPartition
+from protocol.messages import AssignmentInfo
+from tests.integration.member_proc import MemberContext
+
+
+def join_topology(app: str, orders: str, customers: str, repartition: str) -> Topology:
+    """A copartitioned join with a logged store, feeding a repartitioned, logged aggregation."""
+    builder = TopologyBuilder(app)
+    builder.add_source("orders-source", orders).add_source("customers-source", customers)
+    builder.add_processor("join", "orders-source", "customers-source")
+    builder.add_state_store("join-store", "join")
+    builder.copartition(orders, customers)
+    builder.add_sink("by-region", repartition, "join")
+    builder.add_repartition_topic(repartition)
+    builder.add_source("region-source", repartition)
+    builder.add_processor("count", "region-source")
+    builder.add_state_store("counts", "count")
+    return builder.build()
+
+
+def topology_from_config(group: str, config: Mapping[str, Any]) -> Topology:
+    names = config["topics"]
+    return join_topology(
+        str(config.get("app", group)), names["orders"], names["customers"], names["repartition"]
+    )
+
+
+class RestoringState:
+    """A state provider that simulates restoration: a task this process holds as standby is
+    reported caught up (at the leader's end offsets) once held for ``restore_after_s``."""
+
+    def __init__(self, process_ref: list[StreamsProcess], restore_after_s: float) -> None:
+        self._process_ref = process_ref
+        self._after = restore_after_s
+        self._held_since: dict[TaskId, float] = {}
+        self._restored: dict[TaskId, int] = {}
+
+    def on_assignment(self, _: StreamsPartitionAssignor, assignment: MemberAssignment) -> None:
+        now = time.monotonic()
+        for task in (*assignment.standby_tasks, *assignment.active_tasks):
+            self._held_since.setdefault(task, now)
+
+    def __call__(self) -> Mapping[TaskId, int]:
+        process = self._process_ref[0]
+        ends = process.changelog_end_offsets or {}
+        topology = process.topology
+        now = time.monotonic()
+        for task, since in self._held_since.items():
+            if now - since < self._after or task in self._restored:
+                continue
+            sub = topology.subtopology(task.subtopology)
+            offsets = [
+                ends.get(tp) for tp in _changelog_partitions(sub.changelog_topics, task.partition)
+            ]
+            if offsets and all(o is not None for o in offsets):
+                self._restored[task] = sum(o for o in offsets if o is not None)
+        return dict(self._restored)
+
+
+def _changelog_partitions(topics: tuple[str, ...], partition: int) -> list[TopicPartition]:
+    return [TopicPartition(t, partition) for t in topics]
+
+
+def _process(ctx: MemberContext) -> StreamsProcess:
+    """One StreamsProcess per OS process, made by the first consumer's factory call."""
+    existing = ctx.shared.get("streams_process")
+    if isinstance(existing, StreamsProcess):
+        return existing
+    config = ctx.config
+    endpoint = None
+    if config.get("endpoint"):
+        host, _, port = str(config["endpoint"]).rpartition(":")
+        endpoint = HostInfo(host, int(port))
+    ref: list[StreamsProcess] = []
+    restore_after = config.get("restore_after_s")
+    restoring = RestoringState(ref, float(restore_after)) if restore_after is not None else None
+    process = StreamsProcess(
+        topology_from_config(ctx.group, config),
+        AssignorConfig.model_validate(dict(config.get("assignor", {}))),
+        group_instance_id=ctx.instance_id,
+        endpoint=endpoint,
+        state=restoring,
+        codec=Codec(int(config.get("codec_version", Codec().latest_supported))),
+        testing_probing_interval_ms=config.get("probing_ms"),
+        end_offsets_max_age_ms=0,
+    )
+    ref.append(process)
+    if restoring is not None:
+        process.add_listener(restoring.on_assignment)
+    ctx.shared["streams_process"] = process
+    loop = asyncio.get_running_loop()
+    if config.get("end_offsets"):
+        ctx.shared["reader_task"] = loop.create_task(_refresh_end_offsets(process, ctx))
+    if config.get("shutdown_after_s") is not None:
+        loop.call_later(float(config["shutdown_after_s"]), process.request_shutdown)
+    return process
+
+
+async def _refresh_end_offsets(process: StreamsProcess, ctx: MemberContext) -> None:
+    """member_proc installs its own rebalance listener, so instead of refreshing before each
+    join (what ``process.subscribe`` does) the snapshot is refreshed every 300 ms."""
+    await process.connect(str(ctx.config["bootstrap"]), group_id=ctx.group)
+    while True:
+        await asyncio.sleep(0.3)
+        await process.refresh_end_offsets(force=True)
+
+
+def streams(ctx: MemberContext) -> Any:
+    """``member_proc --assignor tests.integration.streams_member:streams``."""
+    process = _process(ctx)
+    return _SelfBinding(process.new_assignor(ctx.group_instance_id))
+
+
+class _SelfBinding:
+    """member_proc gives the factory no handle on the consumer it builds, so the assignor finds
+    its group coordinator on the call stack of the first ``metadata()`` (test-only plumbing)."""
+
+    def __init__(self, assignor: StreamsPartitionAssignor) -> None:
+        self.inner = assignor
+        self.name = assignor.name
+        self._bound = False
+
+    def metadata(self, topics: Any) -> Any:
+        if not self._bound:
+            coordinator = _calling_coordinator()
+            if coordinator is not None:
+                self.inner.bind(SimpleNamespace(_coordinator=coordinator))
+                self._bound = True
+        return self.inner.metadata(topics)
+
+    def assign(self, cluster: Any, members: Any) -> Any:
+        return self.inner.assign(cluster, members)
+
+    def on_assignment(self, assignment: Any) -> None:
+        self.inner.on_assignment(assignment)
+
+    def describe_last_assignment(self) -> dict[str, Any]:
+        return self.inner.describe_last_assignment()
+
+
+def _calling_coordinator() -> GroupCoordinator | None:
+    frame = sys._getframe(1)
+    while frame is not None:
+        candidate = frame.f_locals.get("self")
+        if isinstance(candidate, GroupCoordinator):
+            return candidate
+        inner = getattr(candidate, "_coordinator", None)
+        if isinstance(inner, GroupCoordinator):
+            return inner
+        frame = frame.f_back  # type: ignore[assignment]
+    return None
+
+
+class GarbageAssignor:
+    """Claims the "stream" protocol but sends junk user data; records what it is answered."""
+
+    name = "stream"
+
+    def __init__(self) -> None:
+        self.last: dict[str, Any] = {"error": None}
+
+    def metadata(self, topics: Any) -> ConsumerProtocolMemberMetadata:
+        return ConsumerProtocolMemberMetadata(0, sorted(topics), b"\xc1 not a subscription")
+
+    def assign(self, cluster: Any, members: Any) -> Any:
+        raise RuntimeError("a garbage member must never lead")
+
+    def on_assignment(self, assignment: ConsumerProtocolMemberAssignment) -> None:
+        try:
+            info = Codec().decode_assignment(assignment.user_data or b"")
+        except ProtocolError as exc:
+            self.last = {"error": f"unreadable: {exc}"}
+            return
+        error = info.error_code if isinstance(info, AssignmentInfo) else AssignorError.NONE
+        self.last = {
+            "error": error.name,
+            "partitions": sorted([t, p] for t, ps in assignment.assignment for p in ps),
+        }
+
+    def describe_last_assignment(self) -> dict[str, Any]:
+        return dict(self.last)
+
+
+def garbage(ctx: MemberContext) -> Any:
+    return GarbageAssignor()
+
+
+__all__ = ["GarbageAssignor", "RestoringState", "garbage", "join_topology", "streams"]
