@@ -84,6 +84,8 @@ def read_header(raw: bytes) -> tuple[int, int, int]:
         kind = unpacker.unpack()
     except msgpack.OutOfData:
         fail("payload", "is truncated inside the header")
+    except (msgpack.UnpackException, ValueError) as exc:
+        fail("payload", f"has a header that is not msgpack within the format's limits ({exc})")
     if type(kind) is not int or kind not in KIND_NAMES:
         fail("kind", f"{kind!r} is neither {KIND_SUBSCRIPTION} (subscription) nor "
              f"{KIND_ASSIGNMENT} (assignment)")
@@ -98,17 +100,23 @@ def read_header(raw: bytes) -> tuple[int, int, int]:
 def unpack_all(raw: bytes) -> list[object]:
     """Parse the whole payload with every msgpack limit set; the top level must be an array."""
     size = len(raw)
-    value = msgpack.unpackb(
-        raw,
-        raw=False,
-        use_list=True,
-        strict_map_key=True,
-        max_str_len=MAX_STRING_BYTES,
-        max_bin_len=PROCESS_ID_BYTES,
-        max_array_len=min(MAX_ARRAY_LEN, size),
-        max_map_len=min(MAX_CLIENT_TAGS, size),
-        max_ext_len=0,
-    )
+    try:
+        value = msgpack.unpackb(
+            raw,
+            raw=False,
+            use_list=True,
+            strict_map_key=True,
+            max_str_len=MAX_STRING_BYTES,
+            max_bin_len=PROCESS_ID_BYTES,
+            max_array_len=min(MAX_ARRAY_LEN, size),
+            max_map_len=min(MAX_CLIENT_TAGS, size),
+            max_ext_len=0,
+        )
+    except msgpack.ExtraData:
+        fail("payload", "has bytes after the message")
+    except (msgpack.UnpackException, ValueError) as exc:
+        # Truncation, a limit hit, invalid UTF-8, an extension type, a non-string map key.
+        fail("payload", f"is not msgpack within the format's limits ({exc})")
     if type(value) is not list:
         fail("payload", "is not a msgpack array")
     return value

@@ -122,7 +122,9 @@ class Codec:
         except ProtocolError:
             raise
         except Exception as exc:  # the decoder's contract: nothing but ProtocolError escapes
-            raise ProtocolError("payload", f"cannot be read ({type(exc).__name__}: {exc})") from exc
+            raise ProtocolError(
+                "payload", f"unexpected failure while decoding ({type(exc).__name__}: {exc})"
+            ) from exc
 
 
 def _pack(items: list[object]) -> bytes:
