@@ -35,7 +35,6 @@ from protocol import _assignment_format, _subscription_format
 from protocol._limits import MAX_PAYLOAD_BYTES
 from protocol._read import (
     KIND_ASSIGNMENT,
-    KIND_NAMES,
     KIND_SUBSCRIPTION,
     as_bytes,
     fail,
@@ -49,6 +48,7 @@ LATEST_VERSION: Final = 3
 SUPPORTED_VERSIONS: Final = tuple(range(1, LATEST_VERSION + 1))
 
 Kind = Literal["subscription", "assignment"]
+_ARTICLED = {KIND_SUBSCRIPTION: "a subscription", KIND_ASSIGNMENT: "an assignment"}
 Message = SubscriptionInfo | AssignmentInfo | VersionHeader
 
 class Codec:
@@ -108,8 +108,7 @@ class Codec:
             raw = as_bytes(data)
             version, second, kind = read_header(raw)
             if expected_kind is not None and kind != expected_kind:
-                fail("kind", f"this payload is an {KIND_NAMES[kind]}, not a "
-                     f"{KIND_NAMES[expected_kind]}")
+                fail("kind", f"this payload is {_ARTICLED[kind]}, not {_ARTICLED[expected_kind]}")
             if version > self.latest_supported:
                 header = VersionHeader.model_construct(
                     version=version, latest_supported_version=second
