@@ -151,7 +151,7 @@ def assign_group(
             codec,
             AssignorError.INCOMPLETE_SOURCE_TOPIC_METADATA,
             detail,
-            followup_ms=group.now_ms + config.probing_rebalance_interval_ms // 10,
+            followup_ms=_deadline(group.now_ms, config.probing_rebalance_interval_ms // 10),
         )
 
     layout = plan_tasks(topology, sizing.source_partitions)
@@ -182,7 +182,7 @@ def assign_group(
         used_version=used,
         commonly_supported=common,
         followup_consumer=followup_owner,
-        followup_at_ms=group.now_ms + config.probing_rebalance_interval_ms,
+        followup_at_ms=_deadline(group.now_ms, config.probing_rebalance_interval_ms),
     )
     members.update(_rejected_members(decoded, codec))
     log.info(
@@ -432,6 +432,13 @@ def encode_members(
 
 
 # --- outcomes other than a normal assignment -------------------------------------------------
+
+
+def _deadline(now_ms: int, delay_ms: int) -> int:
+    """``now + delay``, saturated at "no follow-up": an interval near ``Long.MAX_VALUE`` (a
+    way to turn probing off) must not produce a time no member can decode."""
+    return min(now_ms + delay_ms, NO_FOLLOWUP_REBALANCE)
+
 
 
 def _followup_consumer(

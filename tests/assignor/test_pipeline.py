@@ -427,3 +427,12 @@ def test_end_offsets_helper_builds_each_changelog_partition() -> None:
     assert layout is not None
     logged = {tp for parts in layout.changelogs.values() for tp in parts}
     assert logged == set(shop_end_offsets())
+
+
+def test_a_huge_probing_interval_saturates_instead_of_writing_an_unreadable_deadline() -> None:
+    config = AssignorConfig.model_validate({"probing.rebalance.interval.ms": 2**63 - 1})
+    members = _lagging_group(None)
+    result = assign_group(shop(), config, group(members, now_ms=1_700_000_000_000, end_offsets=FAR))
+    assert result.task_assignment is not None and result.task_assignment.probing_rebalance_needed
+    for member in members:
+        assert decoded(result, member, Codec()).next_rebalance_ms == NO_FOLLOWUP_REBALANCE
