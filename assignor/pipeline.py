@@ -440,7 +440,6 @@ def _deadline(now_ms: int, delay_ms: int) -> int:
     return min(now_ms + delay_ms, NO_FOLLOWUP_REBALANCE)
 
 
-
 def _followup_consumer(
     assignment: TaskAssignment, leader: ProcessId | None, decoded: DecodedGroup
 ) -> str | None:
