@@ -1,0 +1,100 @@
+"""Decoded messages as plain JSON-ready data, for people reading what a member sent.
+
+Ids print as Kafka prints them (``"0_3"``, ``"orders-3"``, ``"host:port"``); maps are sorted so
+two dumps of the same message compare line by line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from protocol.ids import HostInfo, TaskId, TopicPartition
+from protocol.messages import NO_FOLLOWUP_REBALANCE, AssignmentInfo, SubscriptionInfo, VersionHeader
+
+JsonDict = dict[str, Any]
+
+
+def _task_key(task: TaskId) -> tuple[bool, str, int, int]:
+    return (task.topology is not None, task.topology or "", task.subtopology, task.partition)
+
+
+def _partitions(partitions: Iterable[TopicPartition]) -> list[str]:
+    return [str(tp) for tp in partitions]
+
+
+def _host_map(host_map: Mapping[HostInfo, frozenset[TopicPartition]]) -> JsonDict:
+    return {
+        str(host): _partitions(sorted(host_map[host]))
+        for host in sorted(host_map, key=lambda h: (h.host, h.port))
+    }
+
+
+def subscription_json(info: SubscriptionInfo) -> JsonDict:
+    return {
+        "kind": "subscription",
+        "version": info.version,
+        "latest_supported_version": info.latest_supported_version,
+        "process_id": str(info.process_id),
+        "user_endpoint": None if info.user_endpoint is None else str(info.user_endpoint),
+        "task_offset_sums": {
+            str(task): info.task_offset_sums[task]
+            for task in sorted(info.task_offset_sums, key=_task_key)
+        },
+        "unique_field": info.unique_field,
+        "error_code": int(info.error_code),
+        "error": info.error_code.name,
+        "client_tags": dict(sorted(info.client_tags.items())),
+        "rack_id": info.rack_id,
+        "group_instance_id": info.group_instance_id,
+    }
+
+
+def assignment_json(info: AssignmentInfo) -> JsonDict:
+    if info.next_rebalance_ms == NO_FOLLOWUP_REBALANCE:
+        next_rebalance = "none"
+    elif info.next_rebalance_ms == 0:
+        next_rebalance = "immediately"
+    else:
+        next_rebalance = f"at {info.next_rebalance_ms} ms since the epoch"
+    return {
+        "kind": "assignment",
+        "version": info.version,
+        "commonly_supported_version": info.commonly_supported_version,
+        "active_tasks": [str(task) for task in info.active_tasks],
+        "standby_tasks": {
+            str(task): _partitions(info.standby_tasks[task])
+            for task in sorted(info.standby_tasks, key=_task_key)
+        },
+        "partitions_by_host": _host_map(info.partitions_by_host),
+        "standby_partitions_by_host": _host_map(info.standby_partitions_by_host),
+        "error_code": int(info.error_code),
+        "error": info.error_code.name,
+        "next_rebalance_ms": info.next_rebalance_ms,
+        "next_rebalance": next_rebalance,
+    }
+
+
+def header_json(kind: str, header: VersionHeader, reader_latest: int) -> JsonDict:
+    second = "latest_supported_version" if kind == "subscription" else "commonly_supported_version"
+    return {
+        "kind": kind,
+        "version": header.version,
+        second: header.latest_supported_version,
+        "newer_than_supported": True,
+        "note": (
+            f"version {header.version} is newer than this build reads (up to "
+            f"{reader_latest}); only the header is known. A leader answers such a member at a "
+            "version both can read (version probing)."
+        ),
+    }
+
+
+def message_json(
+    kind: str, message: SubscriptionInfo | AssignmentInfo | VersionHeader, reader_latest: int
+) -> JsonDict:
+    if isinstance(message, SubscriptionInfo):
+        return subscription_json(message)
+    if isinstance(message, AssignmentInfo):
+        return assignment_json(message)
+    return header_json(kind, message, reader_latest)
