@@ -173,17 +173,22 @@ def assign_group(
     if decoded.future_version is not None:
         followup = followup or "version probing: members rejoin on the common version"
     hosts = host_maps(assignment.clients, layout)
-    members = encode_members(
-        decoded,
-        threads,
-        layout,
-        hosts,
-        codec,
-        used_version=used,
-        commonly_supported=common,
-        followup_consumer=followup_owner,
-        followup_at_ms=_deadline(group.now_ms, config.probing_rebalance_interval_ms),
-    )
+    try:
+        members = encode_members(
+            decoded,
+            threads,
+            layout,
+            hosts,
+            codec,
+            used_version=used,
+            commonly_supported=common,
+            followup_consumer=followup_owner,
+            followup_at_ms=_deadline(group.now_ms, config.probing_rebalance_interval_ms),
+        )
+    except ValueError as exc:  # e.g. an assignment over the payload limit: tell, don't crash
+        detail = f"assignment cannot be encoded: {exc}"
+        log.exception("%s", detail)
+        return _error_for_all(group, decoded, codec, AssignorError.ASSIGNMENT_ERROR, detail)
     members.update(_rejected_members(decoded, codec))
     log.info(
         "assigned %d tasks over %d clients and %d members with %s at version %d (common %d)%s",

@@ -436,3 +436,18 @@ def test_a_huge_probing_interval_saturates_instead_of_writing_an_unreadable_dead
     assert result.task_assignment is not None and result.task_assignment.probing_rebalance_needed
     for member in members:
         assert decoded(result, member, Codec()).next_rebalance_ms == NO_FOLLOWUP_REBALANCE
+
+
+class _RefusingCodec(Codec):
+    """A codec that cannot write a normal assignment (as one over the payload limit)."""
+
+    def encode_assignment(self, info, version=None):  # type: ignore[no-untyped-def]
+        if info.error_code is AssignorError.NONE:
+            raise ValueError("the encoded message takes 17000000 bytes, over the limit")
+        return super().encode_assignment(info, version)
+
+
+def test_an_assignment_that_cannot_be_encoded_is_an_error_not_an_exception() -> None:
+    result = assign_group(shop(), CONFIG, group(three_processes()), _RefusingCodec())
+    _all_errors(result, AssignorError.ASSIGNMENT_ERROR)
+    assert "over the limit" in result.detail
