@@ -237,8 +237,8 @@ def decode_group(members: Mapping[str, MemberSubscription], codec: Codec) -> Dec
         if not isinstance(decoded, SubscriptionInfo):
             future = max(future or 0, decoded.version)
             log.info(
-                "member %s sent a future subscription (version %d); answering with version "
-                "%d (version probing)",
+                "member %s sent a future subscription (version %d, newer than this leader's "
+                "%d); it is served at the lowest version in use (version probing)",
                 member_id,
                 decoded.version,
                 codec.latest_supported,
