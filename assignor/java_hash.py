@@ -12,7 +12,8 @@ Keys must sort (``<``) exactly as their Java ``compareTo`` does; ``TaskId`` and 
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Iterable, Iterator
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import pairwise
 from typing import Any, Generic, TypeVar
 
@@ -76,6 +77,44 @@ def copy_capacity(size: int) -> int:
     """The initial capacity ``new HashSet<>(collection)`` asks for: ``max(size/.75f + 1, 16)``."""
     return max(int(_float32(_float32(float(size)) / 0.75)) + 1, _DEFAULT_CAPACITY)
 
+
+
+def spread_hash(h: int) -> int:
+    """``HashMap.hash``: the bucket-selecting hash of a key whose ``hashCode`` is ``h``."""
+    return _spread(h)
+
+
+def grown_table_length(size: int, capacity: int | None = None) -> int:
+    """Table length after inserting ``size`` distinct keys (ignoring treeify-driven resizes)."""
+    if size == 0:
+        return 0
+    n = table_size_for(capacity) if capacity is not None else _DEFAULT_CAPACITY
+    while size > int(n * 0.75) and n < _MAX_CAPACITY:
+        n <<= 1
+    return n
+
+
+def buckets_stay_small(
+    spread_hashes: Sequence[int], capacity: int | None = None
+) -> bool:
+    """True if filling a set with keys of these hashes, in this order, never puts 9 keys
+    in one bucket - so no treeify-driven resize and no tree bin can occur, and the set's
+    order is simply: by bucket of the final table, then by insertion.
+
+    Checks what the table holds at each size it passes through: the keys inserted before
+    it grows again (a prefix), and all keys at the final size.
+    """
+    final = grown_table_length(len(spread_hashes), capacity)
+    n = table_size_for(capacity) if capacity is not None else _DEFAULT_CAPACITY
+    while True:
+        held = spread_hashes if n >= final else spread_hashes[: int(n * 0.75) + 1]
+        if len(held) > _TREEIFY_THRESHOLD:
+            mask = n - 1
+            if max(Counter([h & mask for h in held]).values()) > _TREEIFY_THRESHOLD:
+                return False
+        if n >= final:
+            return True
+        n <<= 1
 
 class _TreeNode:
     __slots__ = ("hash", "key", "left", "next", "parent", "prev", "red", "right")

@@ -18,47 +18,58 @@ active, per-client balance, and stickiness at least Java's.
 
 from __future__ import annotations
 
+import heapq
 import logging
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass, field
 
 from assignor.client_state import ClientState, task_key
 from assignor.config import AssignorConfig
-from assignor.java_hash import JavaHashSet, int32, process_hash, task_hash
+from assignor.java_hash import (
+    JavaHashSet,
+    buckets_stay_small,
+    copy_capacity,
+    grown_table_length,
+    int32,
+    process_hash,
+    spread_hash,
+    task_hash,
+)
 from assignor.task_assignor import TaskAssignment
 from protocol.ids import ProcessId, TaskId
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(slots=True, eq=False)
 class _Client:
     """Scratch state of one client during one assignment (tasks as ranks in task order)."""
 
-    process_id: ProcessId
-    capacity: int
-    active: set[int] = field(default_factory=set)
-    standby: set[int] = field(default_factory=set)
-    assigned: list[int] = field(default_factory=list)
+    __slots__ = ("active", "assigned", "capacity", "index", "load", "process_id", "standby")
 
-    @property
-    def count(self) -> int:
-        return len(self.assigned)
+    def __init__(self, index: int, process_id: ProcessId, capacity: int) -> None:
+        self.index = index
+        self.process_id = process_id
+        self.capacity = capacity
+        self.active: set[int] = set()
+        self.standby: set[int] = set()
+        self.assigned: list[int] = []
+        self.load = 0.0  # assigned / capacity, a Java double
 
     def has(self, task: int) -> bool:
         return task in self.active or task in self.standby
 
-    def more_available_capacity_than(self, other: _Client) -> bool:
-        """Kafka's ``hasMoreAvailableCapacityThan``: lower load (a double), then more threads."""
-        mine = len(self.assigned) / self.capacity
-        theirs = len(other.assigned) / other.capacity
-        if mine != theirs:
-            return mine < theirs
-        return self.capacity > other.capacity
+
+def _more_available(a: _Client, b: _Client) -> bool:
+    """Kafka's ``hasMoreAvailableCapacityThan``: lower load (a double), then more threads."""
+    if a.load != b.load:
+        return a.load < b.load
+    return a.capacity > b.capacity
 
 
 class _Run:
-    """One assignment; mirrors the fields Kafka's assignor keeps between its steps."""
+    """One assignment; mirrors the fields Kafka's assignor keeps between its steps.
+
+    Clients are ints: their position in the client map's (hash) iteration order.
+    """
 
     def __init__(
         self,
@@ -72,9 +83,21 @@ class _Run:
         self.n_tasks = len(self.ordered_tasks)
         self.must_preserve_active = must_preserve_active
         # HashMap<ProcessId, ClientState>: iteration by hash bucket.
-        self.order = list(JavaHashSet(process_hash, clients))
+        map_order = JavaHashSet(process_hash, clients)
+        self.pids = list(map_order)
+        self.index = {pid: i for i, pid in enumerate(self.pids)}
         self.states = clients
-        self.clients = {pid: _Client(pid, clients[pid].capacity) for pid in self.order}
+        self.clients = [_Client(i, pid, clients[pid].capacity) for i, pid in enumerate(self.pids)]
+        self.spread = [spread_hash(process_hash(pid)) for pid in self.pids]
+        self.map_length = map_order.table_length
+        # Without tree bins the map iterates by bucket, then insertion: subsets can reuse that.
+        self.map_plain = buckets_stay_small(
+            [spread_hash(process_hash(pid)) for pid in clients]
+        )
+        self.orders_by_length: dict[int, list[int]] = {}
+        # Kafka's minimum-load lookup (any client with more available capacity?) as a lazy heap.
+        self.min_heap = [(0.0, -c.capacity, c.index) for c in self.clients]
+        heapq.heapify(self.min_heap)
         # HashSet<TaskId>s of all and of stateful tasks, filled in task order.
         self.all_ranks = {self.rank[t] for t in all_tasks}
         self.all_in_java_order = [
@@ -92,23 +115,59 @@ class _Run:
     def _map_previous(self) -> None:
         """``mapPreviousTaskAssignment``: last previous-active owner wins, key order by hash."""
         self.prev_active_keys: JavaHashSet[TaskId] = JavaHashSet(task_hash)
-        self.prev_active: dict[TaskId, ProcessId] = {}
+        self.prev_active: dict[TaskId, int] = {}
         self.prev_standby: dict[TaskId, JavaHashSet[ProcessId]] = {}
-        for pid in self.order:
+        for i, pid in enumerate(self.pids):
             state = self.states[pid]
             for task in sorted(state.previous_active, key=task_key):
                 self.prev_active_keys.add(task)
-                self.prev_active[task] = pid
+                self.prev_active[task] = i
             for task in sorted(state.previous_standby, key=task_key):
                 owners = self.prev_standby.get(task)
                 if owners is None:
                     owners = self.prev_standby[task] = JavaHashSet(process_hash)
                 owners.add(pid)
+        # The copy Kafka makes of a task's previous standby owners, in its iteration order.
+        self.prev_standby_copy: dict[int, list[int]] = {}
+        for task, owners in self.prev_standby.items():
+            r = self.rank.get(task)
+            if r is not None:
+                members = [self.index[pid] for pid in owners]
+                self.prev_standby_copy[r] = self._new_set_order(
+                    members, copy_capacity(len(members))
+                )
+
+    def _order_at(self, length: int) -> list[int]:
+        """All clients in the order a set of that table length would hold them."""
+        order = self.orders_by_length.get(length)
+        if order is None:
+            mask, spread = length - 1, self.spread
+            order = sorted(range(len(self.pids)), key=lambda i: spread[i] & mask)
+            self.orders_by_length[length] = order
+        return order
+
+    def _new_set_order(
+        self, members: list[int], capacity: int | None = None, in_map_order: bool = False
+    ) -> list[int]:
+        """Iteration order of a new ``HashSet`` filled with these clients in this order.
+
+        ``in_map_order``: the members come in the client map's order, so a table of the
+        map's length keeps them as they are.
+        """
+        if not buckets_stay_small([self.spread[i] for i in members], capacity):
+            chosen = JavaHashSet(process_hash, (self.pids[i] for i in members), capacity)
+            return [self.index[pid] for pid in chosen]
+        length = grown_table_length(len(members), capacity)
+        if in_map_order:
+            if length == self.map_length and self.map_plain:
+                return members
+            keep = set(members)
+            return [i for i in self._order_at(length) if i in keep]
+        position = {i: k for k, i in enumerate(members)}
+        mask, spread = length - 1, self.spread
+        return sorted(members, key=lambda i: (spread[i] & mask, position[i]))
 
     # --- task pairs -------------------------------------------------------------------------
-
-    def _pair(self, a: int, b: int) -> int:
-        return a * self.n_tasks + b if a < b else b * self.n_tasks + a
 
     def _has_new_pair(self, task: int, client: _Client) -> bool:
         if len(self.pairs) == self.max_pairs:
@@ -120,11 +179,6 @@ class _Run:
                 return True
         return False
 
-    def _add_pairs(self, task: int, client: _Client) -> None:
-        pairs, n = self.pairs, self.n_tasks
-        for other in client.assigned:
-            pairs.add(task * n + other if task < other else other * n + task)
-
     # --- placing one task ---------------------------------------------------------------------
 
     def _give(self, task: int, client: _Client, active: bool) -> None:
@@ -133,50 +187,54 @@ class _Run:
                 f"Tried to assign task {self.ordered_tasks[task]}, but it is already assigned "
                 f"to client {client.process_id}"
             )
-        self._add_pairs(task, client)
+        n = self.n_tasks
+        self.pairs.update([task * n + o if task < o else o * n + task for o in client.assigned])
         (client.active if active else client.standby).add(task)
         client.assigned.append(task)
+        client.load = len(client.assigned) / client.capacity
+        heapq.heappush(self.min_heap, (client.load, -client.capacity, client.index))
 
     def _has_quota(self, client: _Client, tasks_per_thread: int) -> bool:
         return len(client.active) < client.capacity * tasks_per_thread
 
     def _should_balance(self, client: _Client) -> bool:
-        if client.count < client.capacity:
+        """Full (a task per thread) while some client has more available capacity."""
+        if len(client.assigned) < client.capacity:
             return False
-        return any(c.more_available_capacity_than(client) for c in self.clients.values())
+        heap = self.min_heap
+        while heap[0][0] != self.clients[heap[0][2]].load:
+            heapq.heappop(heap)  # stale: that client has been given tasks since
+        load, neg_capacity, _ = heap[0]
+        return (load, neg_capacity) < (client.load, -client.capacity)
 
     def _find_least_loaded(
-        self, task: int, candidates: Iterable[ProcessId], check_pairs: bool
+        self, task: int, candidates: Iterable[int], check_pairs: bool
     ) -> _Client | None:
         best: _Client | None = None
-        for pid in candidates:
-            client = self.clients[pid]
-            if client.count == 0:
+        clients = self.clients
+        for i in candidates:
+            client = clients[i]
+            if not client.assigned:
                 return client
-            better = best is None or client.more_available_capacity_than(best)
+            better = best is None or _more_available(client, best)
             if better and (not check_pairs or self._has_new_pair(task, client)):
                 best = client
         return best
 
-    def _least_loaded(self, task: int, candidates: list[ProcessId]) -> _Client | None:
+    def _least_loaded(self, task: int, candidates: list[int]) -> _Client | None:
         found = self._find_least_loaded(task, candidates, True)
         return found if found is not None else self._find_least_loaded(task, candidates, False)
 
     def _least_loaded_previous_standby(
-        self, task: int, within: Collection[ProcessId]
+        self, task: int, within: Collection[int]
     ) -> _Client | None:
-        owners = self.prev_standby.get(self.ordered_tasks[task])
+        owners = self.prev_standby_copy.get(task)
         if owners is None:
             return None
-        constrained = JavaHashSet.copy_of(process_hash, owners)
-        for pid in list(constrained):
-            if pid not in within:
-                constrained.discard(pid, movable=False)  # retainAll removes via the iterator
-        return self._least_loaded(task, list(constrained))
+        # new HashSet<>(owners).retainAll(within): removal keeps the copy's order.
+        return self._least_loaded(task, [i for i in owners if i in within])
 
-    def _find_client(
-        self, task: int, within: list[ProcessId], within_set: set[ProcessId]
-    ) -> _Client:
+    def _find_client(self, task: int, within: list[int], within_set: Collection[int]) -> _Client:
         if len(within) == 1:
             return self.clients[within[0]]
         owner = self.prev_active.get(self.ordered_tasks[task])
@@ -199,13 +257,10 @@ class _Run:
             raise ValueError(f"no client can take task {self.ordered_tasks[task]}")
         return found
 
-    def _allocate(self, task: int, within: list[ProcessId], active: bool) -> None:
-        self._give(task, self._find_client(task, within, set(within)), active)
-
     # --- the two phases -----------------------------------------------------------------------
 
     def assign_active(self) -> None:
-        total_capacity = sum(c.capacity for c in self.clients.values())
+        total_capacity = sum(c.capacity for c in self.clients)
         if total_capacity == 0:
             raise ValueError("`totalCapacity` should never be zero.")
         tasks_per_thread = len(self.all_ranks) // total_capacity
@@ -237,25 +292,23 @@ class _Run:
                 continue
             task = self.rank[task_id]
             for pid in owners:
-                client = self.clients[pid]
+                client = self.clients[self.index[pid]]
                 if self._has_quota(client, tasks_per_thread):
                     self._give(task, client, True)
                     unassigned.discard(task_id, movable=False)
                     break
 
-        everyone = list(self.order)
+        everyone = list(range(len(self.clients)))
+        everyone_set = range(len(self.clients))
         for task in sorted(self.rank[t] for t in unassigned):
-            self._allocate(task, everyone, True)
+            self._give(task, self._find_client(task, everyone, everyone_set), True)
 
     def assign_standby(self, replicas: int) -> None:
+        clients = self.clients
         for task in self.stateful_in_java_order:
             for i in range(replicas):
-                candidates = list(
-                    JavaHashSet(
-                        process_hash, (p for p in self.order if not self.clients[p].has(task))
-                    )
-                )
-                if not candidates:
+                free = [c.index for c in clients if task not in c.active and task not in c.standby]
+                if not free:
                     log.warning(
                         "Unable to assign %d of %d standby tasks for task [%s]. There is not "
                         "enough available capacity. You should increase the number of threads "
@@ -266,15 +319,17 @@ class _Run:
                         self.ordered_tasks[task],
                     )
                     break
-                self._allocate(task, candidates, False)
+                candidates = self._new_set_order(free, in_map_order=True)
+                chosen = self._find_client(task, candidates, set(candidates))
+                self._give(task, chosen, False)
 
     def result(self) -> dict[ProcessId, ClientState]:
         tasks = self.ordered_tasks
         return {
-            pid: self.states[pid].with_assignment(
+            client.process_id: self.states[client.process_id].with_assignment(
                 (tasks[r] for r in client.active), (tasks[r] for r in client.standby)
             )
-            for pid, client in self.clients.items()
+            for client in self.clients
         }
 
 
