@@ -143,6 +143,7 @@ def test_java_hash_set_and_priority_queue_orders(java_harness: JavaHarness) -> N
         rng.shuffle(tasks)
         presized = rng.random() < 0.5
         removed = [t for t in tasks if rng.random() < 0.3]
+        via_iterator = {t for t in tasks if rng.random() < 0.2}
         as_set = (
             JavaHashSet.copy_of(task_hash, tasks) if presized else JavaHashSet(task_hash, tasks)
         )
@@ -150,6 +151,9 @@ def test_java_hash_set_and_priority_queue_orders(java_harness: JavaHarness) -> N
             as_set.add(t)  # addAll after the copy constructor, as the op does
         for t in removed:
             as_set.discard(t)
+        for t in list(as_set):
+            if t in via_iterator:
+                as_set.discard(t, movable=False)
         order = list(as_set)
         rank = {t: i for i, t in enumerate(sorted(order))}
         queue = JavaPriorityQueue(rank[t] for t in order)
@@ -163,6 +167,7 @@ def test_java_hash_set_and_priority_queue_orders(java_harness: JavaHarness) -> N
         requests.append({
             "kind": "task", "items": [str(t) for t in tasks], "presized": presized,
             "remove": [str(t) for t in removed], "poll": polls,
+            "iter_remove": sorted(str(t) for t in via_iterator),
             "pq_remove": [str(t) for t in pq_removed],
         })
         expected.append({"set": [str(t) for t in order], "queue": [str(by_rank[r]) for r in queue]})

@@ -16,6 +16,7 @@ import java.util.Set;
  * The JDK's own iteration orders, to check assignor/java_order.py directly.
  *
  * Request: {"kind": "task"|"process", "items": [..], "presized": bool, "remove": [..],
+ *           "iter_remove": [.. removed through the iterator, as retainAll does],
  *           "poll": n, "pq_remove": [..]}
  * Answer:  {"set": [set order after adds and removes],
  *           "queue": [PriorityQueue built from that set, after n polls and the removes, array order]}
@@ -34,6 +35,11 @@ public final class JavaOrderOp implements Op {
         for (final JsonNode node : request.path("remove")) {
             set.remove(tasks ? Json.task(node) : Json.process(node));
         }
+        final Set<Object> viaIterator = new HashSet<>();
+        for (final JsonNode node : request.path("iter_remove")) {
+            viaIterator.add(tasks ? Json.task(node) : Json.process(node));
+        }
+        set.removeIf(viaIterator::contains);
         final ObjectNode result = Json.MAPPER.createObjectNode();
         final ArrayNode order = result.putArray("set");
         for (final Object item : set) {
