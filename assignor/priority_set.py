@@ -76,6 +76,9 @@ def hash_iteration_order(spread_hashes: Sequence[int]) -> list[int]:
     capacity = 16
     while count > capacity * 3 // 4:
         capacity *= 2
+    if count <= _TREEIFY_THRESHOLD:
+        mask = capacity - 1
+        return sorted(range(count), key=lambda i: spread_hashes[i] & mask)
     # A bucket that would reach 9 entries in a table under 64 buckets makes Java resize.
     while True:
         mask = capacity - 1
@@ -222,17 +225,42 @@ class ConstrainedPrioritySet:
     def poll_none_valid(self) -> None:
         """What ``poll`` does when the caller knows no client qualifies: empty, then refill.
 
-        Equal to ``poll`` in that case. When no two clients share a hash bucket the refill
-        order does not depend on the order of the pops, so they are skipped.
+        Equal to ``poll`` in that case, without replaying every pop: when the heap is in order
+        the pops come out sorted, and when no two clients share a hash bucket the refill order
+        does not even depend on the pop order. Otherwise the pops are replayed.
         """
-        order = self._all_hash_order()
-        if order is None or len(self._present) != len(self._spread):
+        heap = self._heap
+        if len(self._present) != len(self._spread):
             self.poll(lambda client: False)
             return
-        heap = self._heap
-        heap.queue = []
+        order = self._all_hash_order()
+        if order is None:
+            queue = heap.queue
+            keys = heap.keys
+            n = len(queue)
+            for child in range(1, n):
+                if keys[queue[(child - 1) >> 1]] > keys[queue[child]]:
+                    self.poll(lambda client: False)
+                    return
+            popped = sorted(queue, key=keys.__getitem__)
+            spread_hashes = self._spread
+            order = [popped[i] for i in hash_iteration_order([spread_hashes[c] for c in popped])]
+        # Refill: sequential offers into an empty heap (siftUp inlined, it runs C times here).
+        keys = heap.keys
+        queue = []
         for client in order:
-            heap.offer(client)
+            k = len(queue)
+            queue.append(client)
+            key = keys[client]
+            while k > 0:
+                parent = (k - 1) >> 1
+                above = queue[parent]
+                if key >= keys[above]:
+                    break
+                queue[k] = above
+                k = parent
+            queue[k] = client
+        heap.queue = queue
 
     def _all_hash_order(self) -> list[int] | None:
         if self._all_in_hash_order is None:
