@@ -9,6 +9,7 @@ OS process, one assignor per consumer), plus the topology the integration tests 
     endpoint: "host:port" for interactive-query host maps
     probing_ms: StreamsProcess(testing_probing_interval_ms=...)
     shutdown_after_s: the process requests an application shutdown this long after it starts
+    state_dir: a JSON file standing for the state directory (survives a restart)
     restore_after_s: the state provider reports a standby (warm-up) task as caught up to the
         leader's end offsets once this process has held it that long (simulated restoration)
     end_offsets: true -> the process reads changelog end offsets from the broker at "bootstrap"
@@ -17,9 +18,11 @@ OS process, one assignor per consumer), plus the topology the integration tests 
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 import time
 from collections.abc import Mapping
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -94,6 +97,34 @@ class RestoringState:
         return dict(self._restored)
 
 
+class StateDirectory:
+    """A state provider backed by a JSON file that outlives the process (a state directory):
+    every task this process holds is recorded at its changelog end-offset sum, as if fully
+    restored, so that a restarted instance reports the state it left behind."""
+
+    def __init__(self, path: str, process_ref: list[StreamsProcess]) -> None:
+        self._path = Path(path)
+        self._process_ref = process_ref
+
+    def on_assignment(self, _: StreamsPartitionAssignor, assignment: MemberAssignment) -> None:
+        process = self._process_ref[0]
+        ends = process.changelog_end_offsets or {}
+        sums = {str(t): s for t, s in self().items()}
+        for task in (*assignment.active_tasks, *assignment.standby_tasks):
+            sub = process.topology.subtopology(task.subtopology)
+            offsets = [
+                ends.get(tp) for tp in _changelog_partitions(sub.changelog_topics, task.partition)
+            ]
+            if offsets and all(o is not None for o in offsets):
+                sums[str(task)] = sum(o for o in offsets if o is not None)
+        self._path.write_text(json.dumps(sums))
+
+    def __call__(self) -> Mapping[TaskId, int]:
+        if not self._path.exists():
+            return {}
+        return {TaskId.parse(t): int(s) for t, s in json.loads(self._path.read_text()).items()}
+
+
 def _changelog_partitions(topics: tuple[str, ...], partition: int) -> list[TopicPartition]:
     return [TopicPartition(t, partition) for t in topics]
 
@@ -111,12 +142,13 @@ def _process(ctx: MemberContext) -> StreamsProcess:
     ref: list[StreamsProcess] = []
     restore_after = config.get("restore_after_s")
     restoring = RestoringState(ref, float(restore_after)) if restore_after is not None else None
+    directory = StateDirectory(str(config["state_dir"]), ref) if config.get("state_dir") else None
     process = StreamsProcess(
         topology_from_config(ctx.group, config),
         AssignorConfig.model_validate(dict(config.get("assignor", {}))),
         group_instance_id=ctx.instance_id,
         endpoint=endpoint,
-        state=restoring,
+        state=restoring or directory,
         codec=Codec(int(config.get("codec_version", Codec().latest_supported))),
         testing_probing_interval_ms=config.get("probing_ms"),
         end_offsets_max_age_ms=0,
@@ -124,6 +156,8 @@ def _process(ctx: MemberContext) -> StreamsProcess:
     ref.append(process)
     if restoring is not None:
         process.add_listener(restoring.on_assignment)
+    if directory is not None:
+        process.add_listener(directory.on_assignment)
     ctx.shared["streams_process"] = process
     loop = asyncio.get_running_loop()
     if config.get("end_offsets"):

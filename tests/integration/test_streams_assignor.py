@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -397,3 +398,62 @@ async def test_warmup_catches_up_and_a_probing_rebalance_moves_the_active(
     # Membership did not change since the newcomer joined: only the probing follow-up that the
     # leader scheduled (testing_probing_interval_ms) can have started the generation that moved it.
     assert first.alive() and second.alive()
+
+
+async def test_restarted_static_member_gets_its_tasks_back(
+    kafka_bootstrap: str,
+    create_topics: CreateTopics,
+    unique_name: Callable[[str], str],
+    spawn: Callable[..., MemberProcess],
+    tmp_path: Path,
+) -> None:
+    """Static membership: kill -9 and restart under the same group.instance.id (within the
+    session timeout) keeps the process id, and its local state brings its tasks back."""
+    app = App(unique_name, kafka_bootstrap)
+    await app.create(create_topics)
+    await _fill_changelogs(
+        kafka_bootstrap, dict.fromkeys(app.topology.changelog_topics, PARTITIONS), 20
+    )
+
+    def start(i: int) -> MemberProcess:
+        config = app.config(
+            assignor={"acceptable.recovery.lag": 5},
+            end_offsets=True,
+            probing_ms=2000,
+            state_dir=str(tmp_path / f"state-{i}.json"),
+        )
+        return spawn(
+            kafka_bootstrap,
+            app.group,
+            app.topics,
+            consumers=1,
+            name=f"s{i}",
+            instance_id=f"s{i}",
+            assignor=STREAMS,
+            assignor_config=config,
+            session_timeout_ms=10_000,
+        )
+
+    members = [start(i) for i in range(3)]
+    # Whoever joined first runs everything; warm-ups and probing rebalances then spread the
+    # tasks. Wait for that to settle: no follow-up pending anywhere.
+    generation = await _stable(members)
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        infos = _check_tasks(members)
+        if not any(info["followup"] for info in infos.values()):
+            break
+        assert time.monotonic() < deadline, f"no settled assignment: {infos}"
+        generation = await _stable(members, newer_than=generation)
+    before = infos[("s1", 0)]
+    assert before["active"], infos
+    members[1].kill()
+    members[1] = start(1)
+    # The broker hands a static member that comes back in time its old assignment, often
+    # without a new generation; a rebalance, if any, is decided by the lags it reports.
+    await members[1].wait_for_async(lambda e: e["event"] == "assigned", WAIT_S)
+    await _stable(members, newer_than=generation - 1)
+    after = _check_tasks(members)[("s1", 0)]
+    assert after["process_id"] == before["process_id"]
+    assert after["active"] == before["active"]
+    assert {t for t, s in after["sent_offset_sums"].items() if s == 20} >= set(before["active"])
