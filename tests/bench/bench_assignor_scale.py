@@ -10,11 +10,15 @@ For each point and round it prints the Python time of the task assignment (media
 pre-built client states), the Java time of ``HighAvailabilityTaskAssignor.assign`` measured in
 the harness JVM after JIT warm-up, the ratio, the time to spread each client's tasks over its
 threads (Python, ``assignor.threads``), and Python's peak traced memory. ``--quick`` runs the
-smaller points only; ``--no-java`` skips the JVM.
+smaller points only; ``--no-java`` skips the JVM; ``--verify`` also checks that both sides
+decided the same assignment at every point (slow: Kafka's assignor runs twice more). Through
+``make bench`` use the environment instead: ``BENCH_QUICK=1``, ``BENCH_NO_JAVA=1``,
+``BENCH_VERIFY=1``.
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 import time
@@ -98,9 +102,31 @@ def _threads_ms(result: TaskAssignment) -> float | None:
     return (time.perf_counter() - start) * 1000
 
 
+def _same(result: TaskAssignment, java: dict[str, Any]) -> bool:
+    if result.probing_rebalance_needed != java["probing"]:
+        return False
+    for pid, state in result.clients.items():
+        theirs = java["clients"][str(pid)]
+        mine = {
+            "active": state.active,
+            "standby": state.standby,
+            "warmups": result.warmups.get(pid, frozenset()),
+        }
+        if any(sorted(map(str, mine[k])) != sorted(theirs[k]) for k in mine):
+            return False
+    return True
+
+
+def _flag(name: str) -> bool:
+    """``--name`` on the command line, or ``BENCH_NAME=1`` (``make bench`` passes no args)."""
+    env = "BENCH_" + name.upper().replace("-", "_")
+    return f"--{name}" in sys.argv or os.environ.get(env, "") not in ("", "0")
+
+
 def main() -> None:
-    quick = "--quick" in sys.argv
-    use_java = "--no-java" not in sys.argv
+    quick = _flag("quick")
+    verify = _flag("verify")
+    use_java = not _flag("no-java")
     harness = None
     if use_java:
         try:
@@ -145,6 +171,11 @@ def main() -> None:
                     request["bench"] = {"warmup": 3, "runs": 3}
                     answer = harness.call("ha", request, timeout=1800)
                     java_ms = statistics.median(answer["millis"])
+                    if verify:
+                        del request["bench"]
+                        same = _same(result, harness.call("ha", request, timeout=1800))
+                        verdict = "equal to" if same else "DIFFERS FROM"
+                        print(f"  ({name} round {round_no}: {verdict} Kafka's assignment)")
                 java_text = f"{java_ms:>10.1f}" if java_ms is not None else f"{'-':>10}"
                 ratio = f"{python_ms / java_ms:>7.2f}" if java_ms else f"{'-':>7}"
                 thread_text = f"{threads_ms:>12.1f}" if threads_ms is not None else f"{'-':>12}"
