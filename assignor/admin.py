@@ -94,15 +94,16 @@ async def ensure_internal_topics(
     *,
     replication_factor: int = 1,
     timeout_s: float = 30.0,
+    sources_timeout_s: float = 10.0,
 ) -> InternalTopicPlan:
     """Create missing repartition and changelog topics; fail clearly on a wrong count.
 
-    ``admin`` is a started admin client or a bootstrap string. Returns the plan it enforced.
+    ``admin`` is a started admin client or a bootstrap string. Source topics created just before
+    may take a moment to show in metadata: they are awaited up to ``sources_timeout_s``.
+    Returns the plan it enforced.
     """
     async with _admin(admin) as client:
-        wanted_topics = topology.source_topics | topology.changelog_topics
-        counts = await topic_partition_counts(client, wanted_topics)
-        plan = plan_internal_topics(topology, counts)
+        counts, plan = await _plan_when_sources_exist(client, topology, sources_timeout_s)
         wrong = {
             topic: (counts[topic], wanted)
             for topic, wanted in sorted(plan.all.items())
@@ -135,6 +136,19 @@ async def ensure_internal_topics(
             created = {t.name: t.num_partitions for t in missing}
             await _wait_until_visible(client, created, timeout_s)
         return plan
+
+
+async def _plan_when_sources_exist(
+    admin: AIOKafkaAdminClient, topology: Topology, timeout_s: float
+) -> tuple[dict[str, int], InternalTopicPlan]:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    wanted_topics = topology.source_topics | topology.changelog_topics
+    while True:
+        counts = await topic_partition_counts(admin, wanted_topics)
+        if topology.external_source_topics <= set(counts) or loop.time() > deadline:
+            return counts, plan_internal_topics(topology, counts)
+        await asyncio.sleep(0.2)
 
 
 def _config_for(topic: str, plan: InternalTopicPlan) -> Mapping[str, str]:
