@@ -7,7 +7,8 @@ Top level is one msgpack array; ``A`` is the kind marker (0x41)::
     v3  [3, common, A, topics, topologies, active, standby, hosts, standby_hosts, error_code,
          next_rebalance_ms]
 
-``topics`` is a sorted dictionary of topic names; partitions elsewhere name their topic by index.
+``topics`` is a dictionary of topic names (those of the host maps, sorted, then those only the
+standby tasks mention, sorted); partitions elsewhere name their topic by index.
 ``active`` is flat, in the member's partition order: ``[s0, p0, s1, p1, ...]``; version 3 writes
 each task as three ints ``k, s, p`` where ``k`` is 0 (no named topology) or 1 + an index into
 ``topologies``. ``standby`` is ``[[task ints..., t0, q0, t1, q1, ...], ...]`` (topic index,
@@ -18,6 +19,11 @@ with topics ascending and partitions delta-coded, so a partition usually costs o
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from operator import attrgetter
+from typing import cast
+
+import msgpack
 
 from protocol._limits import INT32_MAX, INT64_MAX, check_array, check_wire_str
 from protocol._read import (
@@ -25,6 +31,7 @@ from protocol._read import (
     error_code,
     fail,
     host_info,
+    interned_partitions,
     need_int,
     need_list,
     need_str,
@@ -41,9 +48,55 @@ FIELDS = {1: 8, 2: 10, 3: 11}
 NAMED_TOPOLOGY_VERSION = 3
 
 HostMap = Mapping[HostInfo, frozenset[TopicPartition]]
+_TOPIC = attrgetter("topic")
 
 
-def encode(info: AssignmentInfo, version: int) -> list[object]:
+@dataclass(frozen=True, slots=True)
+class HostSection:
+    """The host maps of an assignment, already packed.
+
+    Every member of a group receives the same host maps, and for a large group they are most of
+    the payload (100,000 partitions for 100 hosts of 1,000 tasks). A leader packs them once and
+    splices the bytes into each member's assignment; ``matches`` tells when that is allowed.
+    """
+
+    partitions_by_host: HostMap
+    standby_partitions_by_host: HostMap | None  # None: version 1, which has no standby map
+    topics: tuple[str, ...]
+    packed: bytes
+
+    def matches(self, info: AssignmentInfo, version: int) -> bool:
+        if (version >= 2) != (self.standby_partitions_by_host is not None):
+            return False
+        # Identity first: a leader hands every member the same map objects, so this is O(1).
+        same_active = self.partitions_by_host is info.partitions_by_host or (
+            self.partitions_by_host == info.partitions_by_host
+        )
+        if not same_active or self.standby_partitions_by_host is None:
+            return same_active
+        return self.standby_partitions_by_host is info.standby_partitions_by_host or (
+            self.standby_partitions_by_host == info.standby_partitions_by_host
+        )
+
+
+def host_section(info: AssignmentInfo, version: int) -> HostSection:
+    host_maps = [info.partitions_by_host]
+    if version >= 2:
+        host_maps.append(info.standby_partitions_by_host)
+    topics = _topic_dictionary(host_maps)
+    topic_index = {topic: index for index, topic in enumerate(topics)}
+    packer = msgpack.Packer(use_bin_type=True)
+    packed = b"".join(packer.pack(_encode_hosts(host_map, topic_index)) for host_map in host_maps)
+    return HostSection(
+        partitions_by_host=info.partitions_by_host,
+        standby_partitions_by_host=info.standby_partitions_by_host if version >= 2 else None,
+        topics=tuple(topics),
+        packed=packed,
+    )
+
+
+def encode(info: AssignmentInfo, version: int, hosts: HostSection) -> bytes:
+    """Pack ``info`` at ``version`` around the already packed ``hosts`` (which must match)."""
     if info.commonly_supported_version < version:
         raise ValueError(
             f"cannot write a version {version} assignment whose commonly supported version is "
@@ -53,12 +106,14 @@ def encode(info: AssignmentInfo, version: int) -> list[object]:
     if overlap:
         raise ValueError(f"tasks {sorted(map(str, overlap))} are both active and standby")
     named = version >= NAMED_TOPOLOGY_VERSION
-    host_maps = [info.partitions_by_host]
-    if version >= 2:
-        host_maps.append(info.standby_partitions_by_host)
-    topics = _topic_dictionary(info.standby_tasks.values(), host_maps)
-    check_array(topics, "topics")
-    topic_index = {topic: index for index, topic in enumerate(topics)}
+    # Topics of the host maps first (their indices are baked into ``hosts.packed``), then any
+    # topic only this member's standby tasks mention.
+    topic_index = {topic: index for index, topic in enumerate(hosts.topics)}
+    extra = sorted(
+        {tp.topic for tps in info.standby_tasks.values() for tp in tps}.difference(topic_index)
+    )
+    topics = check_array([*hosts.topics, *extra], "topics")
+    topic_index.update((topic, len(hosts.topics) + index) for index, topic in enumerate(extra))
     topologies = sorted(
         {t.topology for t in (*info.active_tasks, *info.standby_tasks) if t.topology is not None}
     )
@@ -86,29 +141,30 @@ def encode(info: AssignmentInfo, version: int) -> list[object]:
         for tp in partitions:
             entry += [topic_index[tp.topic], tp.partition]
         standby.append(check_array(entry, "standby_tasks entry"))
-    items: list[object] = [version, info.commonly_supported_version, KIND_ASSIGNMENT, topics]
+    before: list[object] = [version, info.commonly_supported_version, KIND_ASSIGNMENT, topics]
     if named:
-        items.append(topologies)
-    items += [
-        check_array(active, "active_tasks"),
-        check_array(standby, "standby_tasks"),
-        *(_encode_hosts(host_map, topic_index) for host_map in host_maps),
-    ]
-    items.append(int(info.error_code))
+        before.append(topologies)
+    before += [check_array(active, "active_tasks"), check_array(standby, "standby_tasks")]
+    after: list[object] = [int(info.error_code)]
     if version >= 2:
-        items.append(info.next_rebalance_ms)
-    return items
+        after.append(info.next_rebalance_ms)
+    host_fields = 2 if version >= 2 else 1
+    packer = msgpack.Packer(use_bin_type=True)
+    return b"".join(
+        [
+            packer.pack_array_header(len(before) + host_fields + len(after)),
+            *map(packer.pack, before),
+            hosts.packed,
+            *map(packer.pack, after),
+        ]
+    )
 
 
-def _topic_dictionary(
-    standby: Iterable[Iterable[TopicPartition]], host_maps: Iterable[HostMap]
-) -> list[str]:
+def _topic_dictionary(host_maps: Iterable[HostMap]) -> list[str]:
     names: set[str] = set()
-    for partitions in standby:
-        names.update(tp.topic for tp in partitions)
     for host_map in host_maps:
         for host_partitions in host_map.values():
-            names.update(tp.topic for tp in host_partitions)
+            names.update(map(_TOPIC, host_partitions))
     return sorted(names)
 
 
@@ -119,24 +175,23 @@ def _task_order(task: TaskId) -> tuple[bool, str, int, int]:
 def _encode_hosts(host_map: HostMap, topic_index: Mapping[str, int]) -> list[list[object]]:
     encoded: list[list[object]] = []
     for host in sorted(host_map, key=lambda h: (h.host, h.port)):
-        by_topic: dict[int, list[int]] = {}
-        for tp in host_map[host]:
-            by_topic.setdefault(topic_index[tp.topic], []).append(tp.partition)
+        pairs = sorted([(topic_index[tp.topic], tp.partition) for tp in host_map[host]])
         entry: list[object] = [host.host, host.port]
-        for index in sorted(by_topic):
-            partitions = sorted(by_topic[index])
-            entry.append(check_array([index, *_deltas(partitions)], "host partitions"))
-        encoded.append(entry)
+        group: list[int] = []
+        current_topic = -1
+        previous = 0
+        for topic, partition in pairs:
+            if topic != current_topic:
+                group = [topic, partition]
+                entry.append(group)
+                current_topic = topic
+            else:
+                group.append(partition - previous)
+            previous = partition
+        for topic_group in entry[2:]:
+            check_array(cast(list[int], topic_group), "host partitions")
+        encoded.append(check_array(entry, "host entry"))
     return check_array(encoded, "hosts")
-
-
-def _deltas(ascending: Iterable[int]) -> list[int]:
-    out: list[int] = []
-    previous = 0
-    for value in ascending:
-        out.append(value - previous)
-        previous = value
-    return out
 
 
 def decode(items: list[object], version: int, common: int) -> AssignmentInfo:
@@ -266,6 +321,7 @@ def _decode_hosts(
     value: object, topics: list[str], name: str
 ) -> dict[HostInfo, frozenset[TopicPartition]]:
     entries = need_list(value, name)
+    known = interned_partitions().get
     hosts: dict[HostInfo, frozenset[TopicPartition]] = {}
     for index, raw_entry in enumerate(entries):
         field = f"{name}[{index}]"
@@ -276,6 +332,7 @@ def _decode_hosts(
         if host in hosts:
             fail(field, f"host {host} appears more than once")
         partitions: list[TopicPartition] = []
+        append = partitions.append
         previous_topic = -1
         for raw_group in entry[2:]:
             group = need_list(raw_group, f"{field}.partitions")
@@ -293,8 +350,12 @@ def _decode_hosts(
                     fail(f"{field}.partition", f"delta {step!r} after partition {partition}: "
                          "partitions must be strictly increasing")
                 partition = step if partition < 0 else partition + step
-                if partition > INT32_MAX:
-                    fail(f"{field}.partition", f"{partition} is beyond the int32 range")
-                partitions.append(topic_partition(topic, partition))
+                # The hot loop of a member's decode: the shared-instance lookup is inlined.
+                tp = known((topic, partition))
+                if tp is None:
+                    if partition > INT32_MAX:
+                        fail(f"{field}.partition", f"{partition} is beyond the int32 range")
+                    tp = topic_partition(topic, partition)
+                append(tp)
         hosts[host] = frozenset(partitions)
     return hosts

@@ -30,6 +30,7 @@ from protocol._read import (
     error_code,
     fail,
     host_info,
+    interned_tasks,
     need_int,
     need_list,
     need_str,
@@ -167,6 +168,8 @@ def _decode_offset_sums(value: object, *, named: bool) -> dict[TaskId, int]:
     groups = need_list(value, "task_offset_sums")
     head = 2 if named else 1
     sums: dict[TaskId, int] = {}
+    known = interned_tasks().get
+    seen: set[tuple[str | None, int]] = set()
     for index, raw_group in enumerate(groups):
         field = f"task_offset_sums[{index}]"
         group = need_list(raw_group, field)
@@ -174,6 +177,11 @@ def _decode_offset_sums(value: object, *, named: bool) -> dict[TaskId, int]:
             fail(field, "expected a subtopology followed by (partition delta, offset sum) pairs")
         topology = optional_str(group[0], f"{field}.topology") if named else None
         subtopology = need_int(group[head - 1], f"{field}.subtopology", 0, INT32_MAX)
+        # Partitions strictly increase within a group, so tasks are unique iff groups are.
+        if (topology, subtopology) in seen:
+            fail(field, f"subtopology {subtopology} of topology {topology} appears in more than "
+                 "one group")
+        seen.add((topology, subtopology))
         partition = -1
         pairs = iter(group)
         for _ in range(head):
@@ -190,8 +198,8 @@ def _decode_offset_sums(value: object, *, named: bool) -> dict[TaskId, int]:
             ) or offset_sum > INT64_MAX:
                 fail(f"{field}.offset_sum", f"{offset_sum!r} for partition {partition} is not "
                      "-2 (running), -3 (unknown) or a non-negative int64")
-            task = task_id(subtopology, partition, topology)
-            if task in sums:
-                fail(field, f"task {task} appears more than once")
+            task = known((subtopology, partition, topology))  # the shared-instance lookup, inlined
+            if task is None:
+                task = task_id(subtopology, partition, topology)
             sums[task] = offset_sum
     return sums

@@ -58,7 +58,7 @@ class Codec:
     version 1 and answers anything newer with the header alone.
     """
 
-    __slots__ = ("latest_supported",)
+    __slots__ = ("_hosts", "latest_supported")
 
     def __init__(self, latest_supported: int = LATEST_VERSION) -> None:
         if latest_supported not in SUPPORTED_VERSIONS:
@@ -67,6 +67,8 @@ class Codec:
                 f"got {latest_supported!r}"
             )
         self.latest_supported = latest_supported
+        # The last packed host maps: a leader encodes the same maps for every member.
+        self._hosts: _assignment_format.HostSection | None = None
 
     def __repr__(self) -> str:
         return f"Codec(latest_supported={self.latest_supported})"
@@ -83,12 +85,16 @@ class Codec:
     def encode_subscription(self, info: SubscriptionInfo, version: int | None = None) -> bytes:
         """Write ``info`` at ``version`` (default ``info.version``); see the module for drops."""
         version = self._version_to_write(version, info.version, "subscription")
-        return _pack(_subscription_format.encode(info, version))
+        packed = msgpack.packb(_subscription_format.encode(info, version), use_bin_type=True)
+        return _checked_size(packed)
 
     def encode_assignment(self, info: AssignmentInfo, version: int | None = None) -> bytes:
         """Write ``info`` at ``version`` (default ``info.version``); see the module for drops."""
         version = self._version_to_write(version, info.version, "assignment")
-        return _pack(_assignment_format.encode(info, version))
+        hosts = self._hosts
+        if hosts is None or not hosts.matches(info, version):
+            hosts = self._hosts = _assignment_format.host_section(info, version)
+        return _checked_size(_assignment_format.encode(info, version, hosts))
 
     def decode_subscription(self, data: bytes) -> SubscriptionInfo | VersionHeader:
         """Read a subscription, or only its header when it is newer than this codec."""
@@ -126,8 +132,7 @@ class Codec:
             ) from exc
 
 
-def _pack(items: list[object]) -> bytes:
-    packed: bytes = msgpack.packb(items, use_bin_type=True)
+def _checked_size(packed: bytes) -> bytes:
     if len(packed) > MAX_PAYLOAD_BYTES:
         raise ValueError(
             f"the encoded message takes {len(packed)} bytes, over the limit of "

@@ -106,7 +106,7 @@ def test_a_version_must_have_exactly_its_fields() -> None:
         (
             lambda t: t.__setitem__(5, [[None, 0, 1, 5], [None, 0, 1, 6]]),
             "task_offset_sums[1]",
-            "task 0_1 appears more than once",
+            "more than one group",
         ),
         (lambda t: t.__setitem__(5, [[None, -1, 1, 5]]), "task_offset_sums[0].subtopology", ""),
         (lambda t: t.__setitem__(5, [["", 0, 1, 5]]), "task_offset_sums[0].topology", "empty"),

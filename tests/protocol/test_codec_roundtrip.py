@@ -191,3 +191,33 @@ def test_endpoint_and_host_maps_survive() -> None:
     )
     decoded = decode_assignment(encode_assignment(info))
     assert decoded == info
+
+
+@given(
+    infos=st.lists(assignment_infos(), min_size=1, max_size=3),
+    shared=st.lists(st.integers(0, 4), min_size=1, max_size=8),
+    versions=st.lists(st.sampled_from(SUPPORTED_VERSIONS), min_size=8, max_size=8),
+)
+def test_a_leader_codec_reusing_packed_host_maps_writes_what_a_fresh_codec_writes(
+    infos: list[AssignmentInfo], shared: list[int], versions: list[int]
+) -> None:
+    """One codec encoding many members (sharing or not sharing host maps, switching versions)."""
+    leader = Codec()
+    donor = infos[0]
+    for step, pick in enumerate(shared):
+        info = infos[pick % len(infos)]
+        if step % 2:  # the same map objects as another member, as a leader hands them out
+            info = info.model_copy(
+                update={
+                    "partitions_by_host": donor.partitions_by_host,
+                    "standby_partitions_by_host": donor.standby_partitions_by_host,
+                }
+            )
+        version = min(versions[step], info.commonly_supported_version)
+        if version < 3 and any(t.topology for t in (*info.active_tasks, *info.standby_tasks)):
+            version = 3
+        expected = Codec().encode_assignment(info, version)
+        assert leader.encode_assignment(info, version) == expected
+        assert leader.decode_assignment(expected) == assignment_as_read(
+            info.model_copy(update={"version": version}), version
+        )
