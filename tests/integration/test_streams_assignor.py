@@ -16,7 +16,11 @@ from typing import Any
 import pytest
 from aiokafka import AIOKafkaProducer
 
-from assignor.admin import ensure_internal_topics, fetch_changelog_end_offsets
+from assignor.admin import (
+    InternalTopicsError,
+    ensure_internal_topics,
+    fetch_changelog_end_offsets,
+)
 from assignor.config import AssignorConfig
 from assignor.pipeline import GroupInput, MemberSubscription, assign_group
 from protocol.codec import Codec
@@ -55,12 +59,12 @@ def spawn() -> Iterator[Callable[..., MemberProcess]]:
 class App:
     """One streams application's names and the member-process config that describes it."""
 
-    def __init__(self, unique_name: Callable[[str], str], bootstrap: str) -> None:
-        self.group = unique_name("app")
+    def __init__(self, unique_name: Callable[[str], str], bootstrap: str, label: str = "") -> None:
+        self.group = unique_name(f"app{label}")
         self.bootstrap = bootstrap
         self.names = {
-            "orders": unique_name("orders"),
-            "customers": unique_name("customers"),
+            "orders": unique_name(f"orders{label}"),
+            "customers": unique_name(f"customers{label}"),
             "repartition": f"{self.group}-by-region-repartition",
         }
         self.topology = join_topology(
@@ -457,3 +461,26 @@ async def test_restarted_static_member_gets_its_tasks_back(
     assert after["process_id"] == before["process_id"]
     assert after["active"] == before["active"]
     assert {t for t, s in after["sent_offset_sums"].items() if s == 20} >= set(before["active"])
+
+
+async def test_internal_topics_are_created_once_and_a_wrong_count_is_refused(
+    kafka_bootstrap: str, create_topics: CreateTopics, unique_name: Callable[[str], str]
+) -> None:
+    app = App(unique_name, kafka_bootstrap)
+    await app.create(create_topics)
+    again = await ensure_internal_topics(kafka_bootstrap, app.topology)  # idempotent
+    assert again.all == dict.fromkeys(again.all, PARTITIONS)
+    ends = await fetch_changelog_end_offsets(kafka_bootstrap, app.topology, app.group)
+    assert ends is not None and len(ends) == 2 * PARTITIONS and set(ends.values()) == {0}
+
+    other = App(unique_name, kafka_bootstrap, label="2")
+    wrong = f"{other.group}-counts-changelog"
+    await create_topics(
+        {
+            other.names["orders"]: PARTITIONS,
+            other.names["customers"]: PARTITIONS,
+            wrong: PARTITIONS + 1,
+        }
+    )
+    with pytest.raises(InternalTopicsError, match=f"{wrong} has {PARTITIONS + 1} partitions"):
+        await ensure_internal_topics(kafka_bootstrap, other.topology)
