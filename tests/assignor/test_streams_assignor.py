@@ -7,6 +7,7 @@ through ConsumerProtocol encoding, one leader's ``assign()`` answers, and each m
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from types import SimpleNamespace
@@ -277,3 +278,63 @@ def test_group_input_has_what_aiokafka_hides() -> None:
     assert group.leader_process_id == process.process_id
     sub = process.codec.decode_subscription(meta.user_data)
     assert sub.group_instance_id == "pod-1-0"  # type: ignore[union-attr]
+
+
+class _FakeCoordinator:
+    def __init__(self) -> None:
+        self.rejoins = 0
+
+    def request_rejoin(self) -> None:
+        self.rejoins += 1
+
+
+async def test_probing_followup_makes_the_leader_process_rejoin() -> None:
+    processes = [_process(1, testing_probing_interval_ms=50), _process(2)]
+    assignors = _group(processes, [1, 1])
+    coordinators = {m: _FakeCoordinator() for m in assignors}
+    for member, assignor in assignors.items():
+        assignor.bind(SimpleNamespace(_coordinator=coordinators[member]))
+    _rebalance(assignors, "m0-0")  # no end offsets: fallback, probing follow-up on the leader
+    assert assignors["m0-0"].followups.scheduled_at_ms is not None
+    for _ in range(100):
+        if coordinators["m0-0"].rejoins:
+            break
+        await asyncio.sleep(0.01)
+    assert coordinators["m0-0"].rejoins == 1
+    assert coordinators["m1-0"].rejoins == 0
+    processes[0].set_changelog_end_offsets(_end_offsets())
+    _rebalance(assignors, "m0-0")  # lags known, nothing to warm up: no further follow-up
+    assert assignors["m0-0"].followups.scheduled_at_ms is None
+
+
+async def test_end_offsets_refresh_is_shared_fresh_and_failure_means_unknown() -> None:
+    calls = 0
+    fail = False
+
+    async def reader() -> Mapping[TopicPartition, int] | None:
+        nonlocal calls
+        calls += 1
+        await asyncio.sleep(0.01)
+        if fail:
+            raise ConnectionError("broker gone")
+        return _end_offsets(calls)
+
+    now = [1_000]
+    process = _process(1, end_offsets_reader=reader, clock_ms=lambda: now[0])
+    await asyncio.gather(*(process.refresh_end_offsets() for _ in range(5)))
+    assert calls == 1 and process.changelog_end_offsets == _end_offsets(1)
+    await process.refresh_end_offsets()  # still fresh
+    assert calls == 1
+    now[0] += 5_000
+    fail = True
+    await process.refresh_end_offsets()
+    assert calls == 2 and process.changelog_end_offsets is None
+
+
+async def test_shutdown_request_rejoins_every_bound_consumer() -> None:
+    process = _process(1)
+    coordinators = [_FakeCoordinator(), _FakeCoordinator()]
+    for coordinator in coordinators:
+        process.new_assignor().bind(SimpleNamespace(_coordinator=coordinator))
+    process.request_shutdown()
+    assert [c.rejoins for c in coordinators] == [1, 1]
