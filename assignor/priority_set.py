@@ -20,43 +20,18 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Final
 
-from protocol.ids import ProcessId, TaskId
+from assignor.java_hash import process_hash, task_hash
 
 log = logging.getLogger(__name__)
 
 _MASK32: Final = 0xFFFFFFFF
-_MASK64: Final = (1 << 64) - 1
 _TREEIFY_THRESHOLD: Final = 8
 _MIN_TREEIFY_CAPACITY: Final = 64
 
 
-def _int32(value: int) -> int:
-    value &= _MASK32
-    return value - (1 << 32) if value >= (1 << 31) else value
-
-
-def uuid_hash(process_id: ProcessId) -> int:
-    """``UUID.hashCode()`` (and so ``ProcessId.hashCode()``): xor of the four 32-bit words."""
-    bits = process_id.uuid.int
-    hilo = ((bits >> 64) ^ bits) & _MASK64
-    return _int32((hilo >> 32) ^ hilo)
-
-
-def string_hash(text: str) -> int:
-    """``String.hashCode()`` over UTF-16 code units."""
-    h = 0
-    data = text.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & _MASK32
-    return _int32(h)
-
-
-def task_id_hash(task: TaskId) -> int:
-    """``TaskId.hashCode()`` = ``Objects.hash(subtopology, partition, topologyName)``."""
-    h = 31 + task.subtopology
-    h = 31 * h + task.partition
-    h = 31 * h + (0 if task.topology is None else string_hash(task.topology))
-    return _int32(h)
+#: Java's hash codes live in ``assignor.java_hash``; these names are kept for this module's users.
+uuid_hash = process_hash
+task_id_hash = task_hash
 
 
 def spread(hash_code: int) -> int:
