@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+from assignor.member import MemberAssignment, align_active_tasks, interpret_assignment
 from protocol.errors import AssignorError
 from protocol.ids import HostInfo, TaskId, TopicPartition
 from protocol.messages import NO_FOLLOWUP_REBALANCE, AssignmentInfo, VersionHeader
-
-from assignor.member import MemberAssignment, align_active_tasks, interpret_assignment
 
 HOST = HostInfo("app-1", 8080)
 T00, T01, T10 = TaskId(0, 0), TaskId(0, 1), TaskId(1, 0)
