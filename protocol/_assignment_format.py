@@ -68,14 +68,14 @@ class HostSection:
     def matches(self, info: AssignmentInfo, version: int) -> bool:
         if (version >= 2) != (self.standby_partitions_by_host is not None):
             return False
-        # Identity first: a leader hands every member the same map objects, so this is O(1).
-        same_active = self.partitions_by_host is info.partitions_by_host or (
-            self.partitions_by_host == info.partitions_by_host
-        )
-        if not same_active or self.standby_partitions_by_host is None:
-            return same_active
-        return self.standby_partitions_by_host is info.standby_partitions_by_host or (
-            self.standby_partitions_by_host == info.standby_partitions_by_host
+        # The section keeps its own copies of the maps, so a map changed in place is noticed;
+        # the values are frozensets, and when a leader hands every member the same ones the
+        # comparison costs a key lookup per host.
+        if self.partitions_by_host != info.partitions_by_host:
+            return False
+        return (
+            self.standby_partitions_by_host is None
+            or self.standby_partitions_by_host == info.standby_partitions_by_host
         )
 
 
@@ -88,8 +88,8 @@ def host_section(info: AssignmentInfo, version: int) -> HostSection:
     packer = msgpack.Packer(use_bin_type=True)
     packed = b"".join(packer.pack(_encode_hosts(host_map, topic_index)) for host_map in host_maps)
     return HostSection(
-        partitions_by_host=info.partitions_by_host,
-        standby_partitions_by_host=info.standby_partitions_by_host if version >= 2 else None,
+        partitions_by_host=dict(info.partitions_by_host),
+        standby_partitions_by_host=dict(info.standby_partitions_by_host) if version >= 2 else None,
         topics=tuple(topics),
         packed=packed,
     )

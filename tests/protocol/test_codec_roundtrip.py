@@ -6,7 +6,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from protocol import AssignmentInfo, HostInfo, ProcessId, SubscriptionInfo, TaskId, TopicPartition
+from protocol import (
+    AssignmentInfo,
+    AssignorError,
+    HostInfo,
+    ProcessId,
+    SubscriptionInfo,
+    TaskId,
+    TopicPartition,
+)
 from protocol.codec import (
     LATEST_VERSION,
     SUPPORTED_VERSIONS,
@@ -221,3 +229,24 @@ def test_a_leader_codec_reusing_packed_host_maps_writes_what_a_fresh_codec_write
         assert leader.decode_assignment(expected) == assignment_as_read(
             info.model_copy(update={"version": version}), version
         )
+
+
+def test_a_host_map_changed_in_place_is_packed_again() -> None:
+    hosts = {HostInfo("a", 1): frozenset({TopicPartition("t", 0)})}
+    info = AssignmentInfo.model_construct(
+        version=2,
+        commonly_supported_version=2,
+        active_tasks=(),
+        standby_tasks={},
+        partitions_by_host=hosts,
+        standby_partitions_by_host={},
+        error_code=AssignorError.NONE,
+        next_rebalance_ms=0,
+    )
+    leader = Codec()
+    before = leader.encode_assignment(info)
+    hosts[HostInfo("b", 2)] = frozenset({TopicPartition("u", 1)})
+    after = leader.decode_assignment(leader.encode_assignment(info))
+    assert isinstance(after, AssignmentInfo)
+    assert set(after.partitions_by_host) == {HostInfo("a", 1), HostInfo("b", 2)}
+    assert before != leader.encode_assignment(info)
