@@ -332,6 +332,10 @@ async def run(args: argparse.Namespace) -> int:
             auto_offset_reset="earliest",
         )
         assignor.consumer = consumer
+        # An assignor that schedules its own follow-up rebalances needs its consumer.
+        bind = getattr(assignor._inner, "bind", None)
+        if callable(bind):
+            bind(consumer)
         members.append(_Consumer(index, consumer, assignor, reporter))
 
     reporter.emit(

@@ -19,14 +19,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
-from aiokafka.consumer.group_coordinator import GroupCoordinator
 from aiokafka.coordinator.protocol import (
     ConsumerProtocolMemberAssignment,
     ConsumerProtocolMemberMetadata,
@@ -179,47 +176,7 @@ async def _refresh_end_offsets(process: StreamsProcess, ctx: MemberContext) -> N
 def streams(ctx: MemberContext) -> Any:
     """``member_proc --assignor tests.integration.streams_member:streams``."""
     process = _process(ctx)
-    return _SelfBinding(process.new_assignor(ctx.group_instance_id))
-
-
-class _SelfBinding:
-    """member_proc gives the factory no handle on the consumer it builds, so the assignor finds
-    its group coordinator on the call stack of the first ``metadata()`` (test-only plumbing)."""
-
-    def __init__(self, assignor: StreamsPartitionAssignor) -> None:
-        self.inner = assignor
-        self.name = assignor.name
-        self._bound = False
-
-    def metadata(self, topics: Any) -> Any:
-        if not self._bound:
-            coordinator = _calling_coordinator()
-            if coordinator is not None:
-                self.inner.bind(SimpleNamespace(_coordinator=coordinator))
-                self._bound = True
-        return self.inner.metadata(topics)
-
-    def assign(self, cluster: Any, members: Any) -> Any:
-        return self.inner.assign(cluster, members)
-
-    def on_assignment(self, assignment: Any) -> None:
-        self.inner.on_assignment(assignment)
-
-    def describe_last_assignment(self) -> dict[str, Any]:
-        return self.inner.describe_last_assignment()
-
-
-def _calling_coordinator() -> GroupCoordinator | None:
-    frame = sys._getframe(1)
-    while frame is not None:
-        candidate = frame.f_locals.get("self")
-        if isinstance(candidate, GroupCoordinator):
-            return candidate
-        inner = getattr(candidate, "_coordinator", None)
-        if isinstance(inner, GroupCoordinator):
-            return inner
-        frame = frame.f_back  # type: ignore[assignment]
-    return None
+    return process.new_assignor(ctx.group_instance_id)
 
 
 class GarbageAssignor:
