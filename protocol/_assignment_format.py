@@ -249,8 +249,10 @@ def _read_task(
     if named:
         k = ints[at]
         if type(k) is not int or not 0 <= k <= len(topologies):
-            fail(f"{where}.topology", f"{k!r} is not 0 or an index into the "
-                 f"{len(topologies)} topologies (plus one)")
+            fail(
+                f"{where}.topology",
+                f"{k!r} is not 0 or an index into the {len(topologies)} topologies (plus one)",
+            )
         topology = topologies[k - 1] if k else None
         at += 1
     subtopology = ints[at]
@@ -340,15 +342,20 @@ def _decode_hosts(
                 fail(f"{field}.partitions", "expected [topic index, partition deltas...]")
             topic_at = group[0]
             if type(topic_at) is not int or not previous_topic < topic_at < len(topics):
-                fail(f"{field}.topic", f"{topic_at!r} is not an ascending index into the "
-                     f"{len(topics)} topics")
+                fail(
+                    f"{field}.topic",
+                    f"{topic_at!r} is not an ascending index into the {len(topics)} topics",
+                )
             previous_topic = topic_at
             topic = topics[topic_at]
             partition = -1
             for step in group[1:]:
                 if type(step) is not int or step < (0 if partition < 0 else 1):
-                    fail(f"{field}.partition", f"delta {step!r} after partition {partition}: "
-                         "partitions must be strictly increasing")
+                    fail(
+                        f"{field}.partition",
+                        f"delta {step!r} after partition {partition}: "
+                        "partitions must be strictly increasing",
+                    )
                 partition = step if partition < 0 else partition + step
                 # The hot loop of a member's decode: the shared-instance lookup is inlined.
                 tp = known((topic, partition))

@@ -89,8 +89,11 @@ def read_header(raw: bytes) -> tuple[int, int, int]:
     except (msgpack.UnpackException, ValueError) as exc:
         fail("payload", f"has a header that is not msgpack within the format's limits ({exc})")
     if type(kind) is not int or kind not in KIND_NAMES:
-        fail("kind", f"{kind!r} is neither {KIND_SUBSCRIPTION} (subscription) nor "
-             f"{KIND_ASSIGNMENT} (assignment)")
+        fail(
+            "kind",
+            f"{kind!r} is neither {KIND_SUBSCRIPTION} (subscription) nor "
+            f"{KIND_ASSIGNMENT} (assignment)",
+        )
     second_name = SECOND_NAMES[kind]
     version = need_int(version, "version", 1, INT32_MAX)
     second = need_int(second, second_name, 1, INT32_MAX)

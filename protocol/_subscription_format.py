@@ -179,8 +179,10 @@ def _decode_offset_sums(value: object, *, named: bool) -> dict[TaskId, int]:
         subtopology = need_int(group[head - 1], f"{field}.subtopology", 0, INT32_MAX)
         # Partitions strictly increase within a group, so tasks are unique iff groups are.
         if (topology, subtopology) in seen:
-            fail(field, f"subtopology {subtopology} of topology {topology} appears in more than "
-                 "one group")
+            fail(
+                field,
+                f"subtopology {subtopology} of topology {topology} appears in more than one group",
+            )
         seen.add((topology, subtopology))
         partition = -1
         pairs = iter(group)
@@ -188,16 +190,24 @@ def _decode_offset_sums(value: object, *, named: bool) -> dict[TaskId, int]:
             next(pairs)
         for step, offset_sum in zip(pairs, pairs, strict=True):
             if type(step) is not int or step < (0 if partition < 0 else 1):
-                fail(f"{field}.partition", f"delta {step!r} after partition {partition}: "
-                     "partitions must be strictly increasing")
+                fail(
+                    f"{field}.partition",
+                    f"delta {step!r} after partition {partition}: "
+                    "partitions must be strictly increasing",
+                )
             partition = step if partition < 0 else partition + step
             if partition > INT32_MAX:
                 fail(f"{field}.partition", f"{partition} is beyond the int32 range")
-            if type(offset_sum) is not int or not (
-                offset_sum >= 0 or offset_sum == -2 or offset_sum == -3
-            ) or offset_sum > INT64_MAX:
-                fail(f"{field}.offset_sum", f"{offset_sum!r} for partition {partition} is not "
-                     "-2 (running), -3 (unknown) or a non-negative int64")
+            if (
+                type(offset_sum) is not int
+                or not (offset_sum >= 0 or offset_sum == -2 or offset_sum == -3)
+                or offset_sum > INT64_MAX
+            ):
+                fail(
+                    f"{field}.offset_sum",
+                    f"{offset_sum!r} for partition {partition} is not "
+                    "-2 (running), -3 (unknown) or a non-negative int64",
+                )
             task = known((subtopology, partition, topology))  # the shared-instance lookup, inlined
             if task is None:
                 task = task_id(subtopology, partition, topology)

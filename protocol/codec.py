@@ -48,8 +48,10 @@ LATEST_VERSION: Final = 3
 SUPPORTED_VERSIONS: Final = tuple(range(1, LATEST_VERSION + 1))
 
 Kind = Literal["subscription", "assignment"]
-_ARTICLED = {KIND_SUBSCRIPTION: "a subscription", KIND_ASSIGNMENT: "an assignment"}
 Message = SubscriptionInfo | AssignmentInfo | VersionHeader
+
+_ARTICLED = {KIND_SUBSCRIPTION: "a subscription", KIND_ASSIGNMENT: "an assignment"}
+
 
 class Codec:
     """Reads and writes every version up to ``latest_supported``.

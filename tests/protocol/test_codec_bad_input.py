@@ -174,9 +174,7 @@ def test_assignment_field_problems(
     assert_protocol_error(edited(tree, edit), field, problem, decode_assignment)
 
 
-@pytest.mark.parametrize(
-    "path", sorted(GOLDEN_DIR.glob("[sa]*_v[0-9].bin")), ids=lambda p: p.name
-)
+@pytest.mark.parametrize("path", sorted(GOLDEN_DIR.glob("[sa]*_v[0-9].bin")), ids=lambda p: p.name)
 def test_every_truncation_of_a_golden_file_is_a_protocol_error(path: Path) -> None:
     data = path.read_bytes()
     for end in range(len(data)):

@@ -64,8 +64,30 @@ def test_arbitrary_bytes(data: bytes) -> None:
 #: msgpack leaves, biased to values at the edges of what the format accepts.
 msgpack_leaves = st.one_of(
     st.sampled_from(
-        [None, True, False, 0, -1, 1, -2, -3, 255, 256, 2**31 - 1, 2**31, 2**63 - 1, 2**63,
-         0x41, 0x53, 1.5, "", "x", " ", b"", b"0123456789abcdef"]
+        [
+            None,
+            True,
+            False,
+            0,
+            -1,
+            1,
+            -2,
+            -3,
+            255,
+            256,
+            2**31 - 1,
+            2**31,
+            2**63 - 1,
+            2**63,
+            0x41,
+            0x53,
+            1.5,
+            "",
+            "x",
+            " ",
+            b"",
+            b"0123456789abcdef",
+        ]
     ),
     st.integers(-(2**63), 2**64 - 1),
     st.floats(),

@@ -109,9 +109,7 @@ def java_wire_size(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     return ["java", "-cp", f"{out}:{classpath}", "WireSize"]
 
 
-def _java_sizes(
-    command: list[str], messages: list[SubscriptionInfo | AssignmentInfo]
-) -> list[int]:
+def _java_sizes(command: list[str], messages: list[SubscriptionInfo | AssignmentInfo]) -> list[int]:
     lines = "".join(json.dumps(_as_java_input(m)) + "\n" for m in messages)
     done = subprocess.run(command, input=lines, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
