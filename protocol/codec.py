@@ -63,7 +63,7 @@ class Codec:
     __slots__ = ("_hosts", "latest_supported")
 
     def __init__(self, latest_supported: int = LATEST_VERSION) -> None:
-        if latest_supported not in SUPPORTED_VERSIONS:
+        if type(latest_supported) is not int or latest_supported not in SUPPORTED_VERSIONS:
             raise ValueError(
                 f"latest_supported must be one of {list(SUPPORTED_VERSIONS)}, "
                 f"got {latest_supported!r}"

@@ -142,6 +142,8 @@ def test_a_codec_refuses_versions_it_does_not_know() -> None:
         Codec(latest_supported=LATEST_VERSION + 1)
     with pytest.raises(ValueError, match="latest_supported"):
         Codec(latest_supported=0)
+    with pytest.raises(ValueError, match="latest_supported"):
+        Codec(latest_supported=True)
     sub = SubscriptionInfo(version=2, latest_supported_version=2, process_id=ProcessId.for_int(1))
     with pytest.raises(ValueError, match="versions 1 to 1"):
         Codec(latest_supported=1).encode_subscription(sub)
