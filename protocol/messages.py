@@ -49,7 +49,7 @@ class SubscriptionInfo(BaseModel):
     unique_field: int = Field(default=0, ge=0, le=255)
     error_code: AssignorError = AssignorError.NONE
     client_tags: Mapping[str, str] = Field(default_factory=dict)
-    rack_id: str | None = None
+    rack_id: str | None = Field(default=None, min_length=1)
     #: the consumer's ``group.instance.id``; aiokafka drops it before ``assign()``
     group_instance_id: str | None = Field(default=None, min_length=1, max_length=249)
 
@@ -60,6 +60,8 @@ class SubscriptionInfo(BaseModel):
                 f"latest_supported_version {self.latest_supported_version} is older than the "
                 f"version {self.version} this subscription is written in"
             )
+        if any(not key for key in self.client_tags):
+            raise ValueError("client_tags: a tag key must not be empty")
         for task, offset_sum in self.task_offset_sums.items():
             if offset_sum == -1:
                 raise ValueError(
@@ -90,6 +92,20 @@ class AssignmentInfo(BaseModel):
     )
     error_code: AssignorError = AssignorError.NONE
     next_rebalance_ms: int = Field(default=NO_FOLLOWUP_REBALANCE, ge=0, le=2**63 - 1)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Self:
+        if self.commonly_supported_version < self.version:
+            raise ValueError(
+                f"commonly_supported_version {self.commonly_supported_version} is older than "
+                f"the version {self.version} this assignment is written in"
+            )
+        both = set(self.active_tasks) & set(self.standby_tasks)
+        if both:
+            raise ValueError(
+                f"tasks {sorted(both)} are assigned to this member both as active and standby"
+            )
+        return self
 
     @classmethod
     def error(cls, code: AssignorError, version: int) -> AssignmentInfo:
