@@ -268,6 +268,15 @@ class AssignedClient(Protocol):
 def distribute_client_tasks(client: AssignedClient) -> ThreadAssignment:
     """:func:`distribute_tasks` for an assigned ``ClientState``."""
     consumers = client.consumers
+    if len(set(consumers)) == 1:
+        # One thread takes everything, whatever the order Kafka would hand it out in; this
+        # skips the per-task bookkeeping that dominates single-threaded clients at scale.
+        (only,) = set(consumers)
+        active = sorted(client.stateful_active, key=_java_task_key)
+        active += sorted(client.stateless_active, key=_java_task_key)
+        return ThreadAssignment(
+            active={only: active}, standby={only: sorted(client.standby, key=_java_task_key)}
+        )
     prev_by_lag = {c: client.prev_tasks_by_lag(c) for c in consumers}
     return distribute_tasks(
         consumers, client.stateful_active, client.standby, client.stateless_active, prev_by_lag

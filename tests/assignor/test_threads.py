@@ -105,3 +105,37 @@ def test_balanced_and_complete(
     assert sorted(given_standby) == sorted(standbys)
     loads = [len(result.active[c]) + len(result.standby[c]) for c in consumers]
     assert max(loads) - min(loads) <= 1
+
+
+def test_single_thread_client_shortcut_gives_what_the_full_passes_give() -> None:
+    from dataclasses import dataclass as _dataclass
+
+    from assignor.threads import distribute_client_tasks
+
+    @_dataclass
+    class OneThread:
+        consumers: tuple[str, ...]
+        stateful_active: frozenset[TaskId]
+        stateless_active: frozenset[TaskId]
+        standby: frozenset[TaskId]
+
+        def prev_tasks_by_lag(self, consumer: str) -> tuple[TaskId, ...]:
+            return (TaskId(0, 3), TaskId(0, 1))
+
+    client = OneThread(
+        ("only",),
+        frozenset(TaskId(0, p) for p in range(6)),
+        frozenset(TaskId(2, p) for p in range(3)),
+        frozenset(TaskId(1, p) for p in range(4)),
+    )
+    fast = distribute_client_tasks(client)
+    full = distribute_tasks(
+        ["only"],
+        client.stateful_active,
+        client.standby,
+        client.stateless_active,
+        {"only": client.prev_tasks_by_lag("only")},
+    )
+    assert sorted(fast.active["only"]) == sorted(full.active["only"])
+    assert sorted(fast.standby["only"]) == sorted(full.standby["only"])
+    assert len(fast.active["only"]) == 9 and len(fast.standby["only"]) == 4
