@@ -198,6 +198,11 @@ class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]
         self._member.reporter.emit(
             "revoked", consumer=self._member.index, partitions=_partitions(revoked)
         )
+        # aiokafka awaits this before every join: an assignor may prepare for the join here
+        # (the Streams assignor refreshes its changelog end offsets).
+        before_join = getattr(self._member.assignor._inner, "before_join", None)
+        if callable(before_join):
+            await before_join()
 
     async def on_partitions_assigned(self, assigned: Iterable[TopicPartition]) -> None:
         member = self._member

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -158,25 +158,43 @@ def _process(ctx: MemberContext) -> StreamsProcess:
     ctx.shared["streams_process"] = process
     loop = asyncio.get_running_loop()
     if config.get("end_offsets"):
-        ctx.shared["reader_task"] = loop.create_task(_refresh_end_offsets(process, ctx))
+        connected = loop.create_task(
+            process.connect(str(ctx.config["bootstrap"]), group_id=ctx.group)
+        )
+        ctx.shared["connected"] = connected
+        ctx.shared["reader_task"] = loop.create_task(_refresh_end_offsets(process, connected))
     if config.get("shutdown_after_s") is not None:
         loop.call_later(float(config["shutdown_after_s"]), process.request_shutdown)
     return process
 
 
-async def _refresh_end_offsets(process: StreamsProcess, ctx: MemberContext) -> None:
-    """member_proc installs its own rebalance listener, so instead of refreshing before each
-    join (what ``process.subscribe`` does) the snapshot is refreshed every 300 ms."""
-    await process.connect(str(ctx.config["bootstrap"]), group_id=ctx.group)
+async def _refresh_end_offsets(process: StreamsProcess, connected: asyncio.Task[None]) -> None:
+    """Keep the snapshot fresh between joins too (warm-ups catch up while nothing rebalances)."""
+    await connected
     while True:
         await asyncio.sleep(0.3)
         await process.refresh_end_offsets(force=True)
 
 
+def _before_join(process: StreamsProcess, ctx: MemberContext) -> Callable[[], Awaitable[None]]:
+    """What ``process.rebalance_listener()`` does in an application: fresh end offsets before
+    each join, so the leader never assigns without lags only because it joined too early."""
+
+    async def before_join() -> None:
+        connected = ctx.shared.get("connected")
+        if isinstance(connected, asyncio.Task):
+            await asyncio.wait_for(asyncio.shield(connected), timeout=30)
+            await process.refresh_end_offsets(force=True)
+
+    return before_join
+
+
 def streams(ctx: MemberContext) -> Any:
     """``member_proc --assignor tests.integration.streams_member:streams``."""
     process = _process(ctx)
-    return process.new_assignor(ctx.group_instance_id)
+    assignor = process.new_assignor(ctx.group_instance_id)
+    assignor.before_join = _before_join(process, ctx)  # type: ignore[attr-defined]
+    return assignor
 
 
 class GarbageAssignor:

@@ -311,8 +311,15 @@ def _format_storage(java: str, libs: Path, directory: Path, timeout_s: float) ->
 
 
 def _random_cluster_id() -> str:
-    """Kafka's cluster ids are a UUID as 22 characters of URL-safe base64 without padding."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """Kafka's cluster ids are a UUID as 22 characters of URL-safe base64 without padding.
+
+    One id in 64 would start with "-", which StorageTool's argument parser reads as an option
+    and fails with a usage message; such ids are drawn again.
+    """
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 def _wait_ready(broker: Broker, deadline: float) -> str | None:

@@ -45,3 +45,10 @@ def test_cluster_ids_are_kafka_shaped_uuids() -> None:
     for cluster_id in ids:
         assert len(cluster_id) == 22
         uuid.UUID(bytes=base64.urlsafe_b64decode(cluster_id + "=="))
+
+
+def test_cluster_ids_never_start_with_a_dash() -> None:
+    """StorageTool would read such an id as an option (seen as a rare start-up failure)."""
+    ids = [_random_cluster_id() for _ in range(5_000)]
+    assert all(len(i) == 22 and not i.startswith("-") for i in ids)
+    assert len(set(ids)) == len(ids)
