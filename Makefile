@@ -36,7 +36,7 @@ conformance: $(STAMP)
 	CONFORMANCE_SCENARIOS=100000 $(PY) -m pytest tests/conformance -m conformance $(PYTEST_ARGS)
 
 simulate: $(STAMP)
-	@echo "make simulate: the PySpark simulator is not built yet (see the open simulator issue); nothing was simulated." >&2
+	@echo "make simulate: the PySpark simulator is not built yet; nothing was simulated." >&2
 	@exit 1
 
 kafka-up: $(STAMP)
