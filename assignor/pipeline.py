@@ -129,15 +129,15 @@ def assign_group(
     common = decoded.min_supported_version
     if not decoded.subscriptions:
         detail = "no member sent a readable subscription"
-        return _error_for_all(group, decoded, codec, AssignorError.ASSIGNMENT_ERROR, detail)
+        return _error_for_all(decoded, codec, AssignorError.ASSIGNMENT_ERROR, detail)
     if decoded.shutdown_requested_by:
         detail = f"shutdown requested by member(s) {', '.join(decoded.shutdown_requested_by)}"
         log.warning("%s; telling every member", detail)
-        return _error_for_all(group, decoded, codec, AssignorError.SHUTDOWN_REQUESTED, detail)
+        return _error_for_all(decoded, codec, AssignorError.SHUTDOWN_REQUESTED, detail)
 
     sizing = size_internal_topics(topology, group.partition_counts)
     if not isinstance(sizing, InternalTopics):
-        return _sizing_failed(group, decoded, codec, sizing)
+        return _sizing_failed(decoded, codec, sizing)
     unready = unready_repartition_topics(sizing, group.partition_counts)
     if unready:
         detail = (
@@ -146,7 +146,6 @@ def assign_group(
         )
         log.error("%s", detail)
         return _error_for_all(
-            group,
             decoded,
             codec,
             AssignorError.INCOMPLETE_SOURCE_TOPIC_METADATA,
@@ -164,9 +163,9 @@ def assign_group(
     except Exception as exc:  # an assignor bug must not take the group down
         detail = f"task assignment failed: {type(exc).__name__}: {exc}"
         log.exception("%s", detail)
-        return _error_for_all(group, decoded, codec, AssignorError.ASSIGNMENT_ERROR, detail)
+        return _error_for_all(decoded, codec, AssignorError.ASSIGNMENT_ERROR, detail)
 
-    followup_owner = _followup_consumer(assignment, group.leader_process_id, decoded)
+    followup_owner = _followup_consumer(assignment, group.leader_process_id)
     followup = ""
     if followup_owner is not None:
         followup = f"probing rebalance in {config.probing_rebalance_interval_ms} ms"
@@ -188,7 +187,7 @@ def assign_group(
     except ValueError as exc:  # e.g. an assignment over the payload limit: tell, don't crash
         detail = f"assignment cannot be encoded: {exc}"
         log.exception("%s", detail)
-        return _error_for_all(group, decoded, codec, AssignorError.ASSIGNMENT_ERROR, detail)
+        return _error_for_all(decoded, codec, AssignorError.ASSIGNMENT_ERROR, detail)
     members.update(_rejected_members(decoded, codec))
     log.info(
         "assigned %d tasks over %d clients and %d members with %s at version %d (common %d)%s",
@@ -445,9 +444,7 @@ def _deadline(now_ms: int, delay_ms: int) -> int:
     return min(now_ms + delay_ms, NO_FOLLOWUP_REBALANCE)
 
 
-def _followup_consumer(
-    assignment: TaskAssignment, leader: ProcessId | None, decoded: DecodedGroup
-) -> str | None:
+def _followup_consumer(assignment: TaskAssignment, leader: ProcessId | None) -> str | None:
     """The consumer that carries the probing deadline: the leader process's first consumer."""
     if not assignment.probing_rebalance_needed:
         return None
@@ -471,7 +468,6 @@ def _rejected_members(decoded: DecodedGroup, codec: Codec) -> dict[str, MemberRe
 
 
 def _error_for_all(
-    group: GroupInput,
     decoded: DecodedGroup,
     codec: Codec,
     code: AssignorError,
@@ -503,11 +499,9 @@ def _error_for_all(
     )
 
 
-def _sizing_failed(
-    group: GroupInput, decoded: DecodedGroup, codec: Codec, failure: SizingFailure
-) -> LeaderResult:
+def _sizing_failed(decoded: DecodedGroup, codec: Codec, failure: SizingFailure) -> LeaderResult:
     log.error("%s", failure.message)
-    return _error_for_all(group, decoded, codec, failure.code, failure.message)
+    return _error_for_all(decoded, codec, failure.code, failure.message)
 
 
 __all__ = [
