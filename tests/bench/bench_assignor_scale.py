@@ -8,8 +8,12 @@ nothing, the *second* from what the first decided (actives report -2, standbys 0
 
 For each point and round it prints the Python time of the task assignment (median of a few runs,
 pre-built client states), the Java time of ``HighAvailabilityTaskAssignor.assign`` measured in
-the harness JVM after JIT warm-up, the ratio, the time to spread each client's tasks over its
-threads (Python, ``assignor.threads``), and Python's peak traced memory. ``--quick`` runs the
+the harness JVM after JIT warm-up, their ratio, the time to spread every client's tasks over its
+threads on each side (Python ``assignor.threads.distribute_client_tasks``; Java
+``StreamsPartitionAssignor.assignTasksToThreads``, three passes per client as the leader runs it,
+timed in the same JVM runs right after ``assign``), the ratio of the totals, Python (assignment +
+threads) over Java (assignment + threads), and Python's peak traced memory of the assignment.
+Medians of three runs throughout. ``--quick`` runs the
 smaller points only; ``--no-java`` skips the JVM; ``--verify`` also checks that both sides
 decided the same assignment at every point (slow: Kafka's assignor runs twice more). Through
 ``make bench`` use the environment instead: ``BENCH_QUICK=1``, ``BENCH_NO_JAVA=1``,
@@ -24,6 +28,7 @@ import sys
 import time
 import tracemalloc
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from assignor.client_state import ClientState, ConsumerReport, build_client_state
@@ -91,15 +96,17 @@ def _median_ms(run: Callable[[], object], repeats: int) -> float:
     return statistics.median(times)
 
 
-def _threads_ms(result: TaskAssignment) -> float | None:
+def _threads_ms(result: TaskAssignment, repeats: int) -> float | None:
     try:
         from assignor.threads import distribute_client_tasks
     except ImportError:
         return None
-    start = time.perf_counter()
-    for state in result.clients.values():
-        distribute_client_tasks(state)
-    return (time.perf_counter() - start) * 1000
+
+    def spread() -> None:
+        for state in result.clients.values():
+            distribute_client_tasks(state)
+
+    return _median_ms(spread, repeats)
 
 
 def _same(result: TaskAssignment, java: dict[str, Any]) -> bool:
@@ -129,6 +136,10 @@ def main() -> None:
     use_java = not _flag("no-java")
     harness = None
     if use_java:
+        # Run directly (not through tests/bench/run.py), the repository root is not importable.
+        root = str(Path(__file__).resolve().parents[2])
+        if root not in sys.path:
+            sys.path.insert(0, root)
         try:
             from tests.conformance.jvm import JavaHarness, build_harness
 
@@ -138,7 +149,7 @@ def main() -> None:
     assignor = HighAvailabilityTaskAssignor()
     header = (
         f"{'point':<22}{'round':>6}{'python ms':>11}{'java ms':>10}{'ratio':>7}"
-        f"{'threads ms':>12}{'peak MiB':>10}"
+        f"{'threads ms':>12}{'java thr ms':>13}{'total ratio':>13}{'peak MiB':>10}"
     )
     print(header)
     try:
@@ -164,13 +175,15 @@ def main() -> None:
                 run()
                 peak = tracemalloc.get_traced_memory()[1] / 2**20
                 tracemalloc.stop()
-                threads_ms = _threads_ms(result)
+                threads_ms = _threads_ms(result, 3)
                 java_ms: float | None = None
+                java_threads_ms: float | None = None
                 if harness is not None:
                     request = _java_request(clients, tasks, config)
                     request["bench"] = {"warmup": 3, "runs": 3}
                     answer = harness.call("ha", request, timeout=1800)
                     java_ms = statistics.median(answer["millis"])
+                    java_threads_ms = statistics.median(answer["threads_millis"])
                     if verify:
                         del request["bench"]
                         same = _same(result, harness.call("ha", request, timeout=1800))
@@ -179,9 +192,17 @@ def main() -> None:
                 java_text = f"{java_ms:>10.1f}" if java_ms is not None else f"{'-':>10}"
                 ratio = f"{python_ms / java_ms:>7.2f}" if java_ms else f"{'-':>7}"
                 thread_text = f"{threads_ms:>12.1f}" if threads_ms is not None else f"{'-':>12}"
+                java_threads_text = (
+                    f"{java_threads_ms:>13.1f}" if java_threads_ms is not None else f"{'-':>13}"
+                )
+                total = f"{'-':>13}"
+                if java_ms is not None and java_threads_ms is not None and threads_ms is not None:
+                    java_total = java_ms + java_threads_ms
+                    if java_total:
+                        total = f"{(python_ms + threads_ms) / java_total:>13.2f}"
                 print(
                     f"{name:<22}{round_no:>6}{python_ms:>11.1f}{java_text}{ratio}"
-                    f"{thread_text}{peak:>10.1f}",
+                    f"{thread_text}{java_threads_text}{total}{peak:>10.1f}",
                     flush=True,
                 )
                 previous = result

@@ -7,6 +7,7 @@ import org.apache.kafka.common.utils.Time;
 import org.apache.kafka.streams.processor.TaskId;
 import org.apache.kafka.streams.processor.assignment.ProcessId;
 import org.apache.kafka.streams.processor.assignment.AssignmentConfigs;
+import org.apache.kafka.streams.processor.internals.StreamsPartitionAssignor;
 import org.apache.kafka.streams.processor.internals.assignment.ClientState;
 import org.apache.kafka.streams.processor.internals.assignment.HighAvailabilityTaskAssignor;
 import org.apache.kafka.streams.processor.internals.assignment.RackAwareTaskAssignor;
@@ -14,6 +15,7 @@ import org.apache.kafka.streams.processor.internals.assignment.RackAwareTaskAssi
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
@@ -42,7 +44,11 @@ import java.util.concurrent.atomic.AtomicInteger;
  * private methods assign() calls (reflection) to read the warm-up map; the two must agree.
  *
  * With "bench": {"warmup": n, "runs": m} the op instead times assign() (fresh client states each
- * run, built outside the timed region) and answers {"millis": [...]} for the m measured runs.
+ * run, built outside the timed region) and answers {"millis": [...]} for the m measured runs. In
+ * the same runs it then times the leader's next step, spreading each client's tasks over its
+ * threads: the package-private StreamsPartitionAssignor.assignTasksToThreads (reflection, as in
+ * ThreadsOp), called per client for stateful actives, standbys and stateless actives with one
+ * shared thread-load map, as computeNewAssignment does; those times are "threads_millis".
  */
 public final class HaOp implements Op {
     private static final String PKG = "org.apache.kafka.streams.processor.internals.assignment.";
@@ -53,6 +59,7 @@ public final class HaOp implements Op {
     private final Method activeMovements;
     private final Method standbyMovements;
     private final Method stateless;
+    private final Method assignTasksToThreads;
 
     public HaOp() throws Exception {
         final Class<?> ha = HighAvailabilityTaskAssignor.class;
@@ -69,6 +76,8 @@ public final class HaOp implements Op {
             Map.class, Map.class, Map.class, Map.class, AtomicInteger.class);
         standbyMovements = declared(movement, "assignStandbyTaskMovements",
             Map.class, Map.class, Map.class, AtomicInteger.class, Map.class);
+        assignTasksToThreads = declared(StreamsPartitionAssignor.class, "assignTasksToThreads",
+            Collection.class, boolean.class, SortedSet.class, ClientState.class, Map.class);
     }
 
     private static Method declared(final Class<?> owner, final String name, final Class<?>... types)
@@ -200,7 +209,7 @@ public final class HaOp implements Op {
         }
     }
 
-    private static JsonNode bench(final JsonNode scenario, final JsonNode bench) {
+    private JsonNode bench(final JsonNode scenario, final JsonNode bench) throws Exception {
         final AssignmentConfigs configs = configs(scenario.path("config"));
         final Set<TaskId> allTasks = new TreeSet<>(Json.tasks(Json.require(scenario, "tasks")));
         final Set<TaskId> statefulTasks = new TreeSet<>(Json.tasks(Json.require(scenario, "stateful")));
@@ -208,20 +217,80 @@ public final class HaOp implements Op {
         final int runs = bench.path("runs").asInt(5);
         final ObjectNode answer = Json.MAPPER.createObjectNode();
         final ArrayNode millis = answer.putArray("millis");
+        final ArrayNode threadsMillis = answer.putArray("threads_millis");
+        // The leader already holds each client's consumers as a sorted set; not part of the step.
+        final Map<ProcessId, SortedSet<String>> consumers = new HashMap<>();
+        for (final JsonNode client : Json.require(scenario, "clients")) {
+            final SortedSet<String> ids = new TreeSet<>();
+            for (final JsonNode consumer : Json.require(client, "consumers")) {
+                ids.add(consumer.get("id").asText());
+            }
+            consumers.put(Json.process(client.get("pid")), ids);
+        }
         final List<Double> measured = new ArrayList<>();
+        final List<Double> measuredThreads = new ArrayList<>();
         for (int i = 0; i < warmup + runs; i++) {
             final TreeMap<ProcessId, ClientState> states = clients(scenario);
             final RackAwareTaskAssignor rack = noRackAwareness(configs);
             final long start = System.nanoTime();
             new HighAvailabilityTaskAssignor().assign(states, allTasks, statefulTasks, rack, configs);
             final long elapsed = System.nanoTime() - start;
+            final long threadsStart = System.nanoTime();
+            int spread = 0;
+            for (final Map.Entry<ProcessId, ClientState> entry : states.entrySet()) {
+                spread += threads(entry.getValue(), consumers.get(entry.getKey()));
+            }
+            final long threadsElapsed = System.nanoTime() - threadsStart;
+            if (spread != allTasks.size() + standbyCount(states)) {
+                throw new IllegalStateException("thread step placed " + spread + " tasks");
+            }
             if (i >= warmup) {
                 measured.add(elapsed / 1e6);
+                measuredThreads.add(threadsElapsed / 1e6);
             }
         }
         for (final double m : measured) {
             millis.add(m);
         }
+        for (final double m : measuredThreads) {
+            threadsMillis.add(m);
+        }
         return answer;
+    }
+
+    /** One client's three assignTasksToThreads calls; answers how many tasks were placed. */
+    @SuppressWarnings("unchecked")
+    private int threads(final ClientState state, final SortedSet<String> consumers) throws Exception {
+        final Map<String, Integer> threadLoad = new HashMap<>();
+        final Object[][] passes = {
+            {state.statefulActiveTasks(), true},
+            {state.standbyTasks(), true},
+            {state.statelessActiveTasks(), false},
+        };
+        int placed = 0;
+        for (final Object[] pass : passes) {
+            final Map<String, List<TaskId>> byThread;
+            try {
+                byThread = (Map<String, List<TaskId>>) assignTasksToThreads.invoke(
+                    null, pass[0], pass[1], consumers, state, threadLoad);
+            } catch (final InvocationTargetException e) {
+                if (e.getCause() instanceof Exception) {
+                    throw (Exception) e.getCause();
+                }
+                throw e;
+            }
+            for (final List<TaskId> tasks : byThread.values()) {
+                placed += tasks.size();
+            }
+        }
+        return placed;
+    }
+
+    private static int standbyCount(final Map<ProcessId, ClientState> states) {
+        int count = 0;
+        for (final ClientState state : states.values()) {
+            count += state.standbyTasks().size();
+        }
+        return count;
     }
 }
