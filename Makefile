@@ -26,8 +26,8 @@ test-deep: $(STAMP)
 	HYPOTHESIS_PROFILE=deep $(PY) -m pytest $(PYTEST_ARGS)
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check protocol assignor
-	$(VENV)/bin/mypy --strict protocol assignor
+	$(VENV)/bin/ruff check protocol assignor simulator
+	$(VENV)/bin/mypy --strict protocol assignor simulator
 
 bench: $(STAMP)
 	$(PY) tests/bench/run.py
@@ -40,10 +40,10 @@ simulate: $(STAMP)
 	@exit 1
 
 kafka-up: $(STAMP)
-	$(PY) -m tests.kafka up
+	$(PY) -m tests.support.kafka up
 
 kafka-down: $(STAMP)
-	$(PY) -m tests.kafka down
+	$(PY) -m tests.support.kafka down
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

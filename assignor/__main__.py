@@ -1,10 +1,10 @@
-"""``python -m assignor``: see :mod:`assignor.cli`."""
+"""``python -m assignor``: see :mod:`assignor.cli.main`."""
 
 from __future__ import annotations
 
 import sys
 
-from assignor.cli import main
+from assignor.cli.main import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -9,7 +9,7 @@ nothing, the *second* from what the first decided (actives report -2, standbys 0
 For each point and round it prints the Python time of the task assignment (median of a few runs,
 pre-built client states), the Java time of ``HighAvailabilityTaskAssignor.assign`` measured in
 the harness JVM after JIT warm-up, their ratio, the time to spread every client's tasks over its
-threads on each side (Python ``assignor.threads.distribute_client_tasks``; Java
+threads on each side (Python ``assignor.placement.threads.distribute_client_tasks``; Java
 ``StreamsPartitionAssignor.assignTasksToThreads``, three passes per client as the leader runs it,
 timed in the same JVM runs right after ``assign``), the ratio of the totals, Python (assignment +
 threads) over Java (assignment + threads), and Python's peak traced memory of the assignment.
@@ -31,10 +31,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from assignor.client_state import ClientState, ConsumerReport, build_client_state
+from assignor.placement.client_state import ClientState, ConsumerReport, build_client_state
 from assignor.config import AssignorConfig
-from assignor.high_availability import HighAvailabilityTaskAssignor
-from assignor.task_assignor import TaskAssignment
+from assignor.placement.high_availability import HighAvailabilityTaskAssignor
+from assignor.placement.task_assignor import TaskAssignment
 from protocol.ids import ProcessId, TaskId
 
 END_OFFSET = 100_000
@@ -98,7 +98,7 @@ def _median_ms(run: Callable[[], object], repeats: int) -> float:
 
 def _threads_ms(result: TaskAssignment, repeats: int) -> float | None:
     try:
-        from assignor.threads import distribute_client_tasks
+        from assignor.placement.threads import distribute_client_tasks
     except ImportError:
         return None
 
@@ -141,7 +141,7 @@ def main() -> None:
         if root not in sys.path:
             sys.path.insert(0, root)
         try:
-            from tests.conformance.jvm import JavaHarness, build_harness
+            from tests.support.jvm import JavaHarness, build_harness
 
             harness = JavaHarness(build_harness())
         except Exception as error:  # the bench still prints the Python side

@@ -21,7 +21,7 @@ from aiokafka.coordinator.assignors.roundrobin import (
     RoundRobinPartitionAssignor,
 )
 
-from protocol.shim import (
+from simulator.shim import (
     CoordinatorConfig,
     GroupCoordinator,
     Journal,

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import timeit
 
-from assignor.internal_topics import InternalTopics, size_internal_topics
-from assignor.tasks import create_tasks, plan_tasks
-from assignor.topology import Topology, TopologyBuilder
+from assignor.topology.internal_topics import InternalTopics, size_internal_topics
+from assignor.topology.tasks import create_tasks, plan_tasks
+from assignor.topology.model import Topology, TopologyBuilder
 from protocol.ids import TaskId, TopicPartition
 
 SUBTOPOLOGIES = 20

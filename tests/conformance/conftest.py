@@ -1,7 +1,7 @@
 """Conformance tests compare the Python assignors with the real kafka-streams classes.
 
 Every test in this folder is marked ``conformance``. The JVM is started once per session; tools
-missing means skip locally and fail in CI (``tests.support.require_tools``).
+missing means skip locally and fail in CI (``tests.support.requirements.require_tools``).
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conformance.jvm import JavaHarness, build_harness, scenario_count
-from tests.support import require_tools
+from tests.support.jvm import JavaHarness, build_harness, scenario_count
+from tests.support.requirements import require_tools
 
 HERE = Path(__file__).resolve().parent
 

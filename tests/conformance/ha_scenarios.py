@@ -16,9 +16,9 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from assignor.client_state import ClientState, ConsumerReport, build_client_state
+from assignor.placement.client_state import ClientState, ConsumerReport, build_client_state
 from assignor.config import AssignorConfig
-from assignor.lags import LONG_MAX
+from assignor.placement.lags import LONG_MAX
 from protocol.ids import ProcessId, TaskId
 
 TAG_KEYS = ("zone", "cluster", "rack", "host")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conformance.jvm import HarnessError, JavaHarness
+from tests.support.jvm import HarnessError, JavaHarness
 
 
 def test_echo_round_trips_json(java_harness: JavaHarness) -> None:

@@ -13,10 +13,10 @@ import os
 import random
 from typing import Any
 
-from assignor.high_availability import HighAvailabilityTaskAssignor
-from assignor.task_assignor import TaskAssignment
+from assignor.placement.high_availability import HighAvailabilityTaskAssignor
+from assignor.placement.task_assignor import TaskAssignment
 from tests.conformance.ha_scenarios import Scenario, java_request, python_inputs, scenario
-from tests.conformance.jvm import HarnessError, JavaHarness
+from tests.support.jvm import HarnessError, JavaHarness
 
 BATCH = 25
 

@@ -17,12 +17,12 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from assignor.client_state import ClientState
+from assignor.placement.client_state import ClientState
 from assignor.config import AssignorConfig
-from assignor.fallback_prior import FallbackPriorTaskAssignor
-from assignor.legacy_sticky import LegacyStickyTaskAssignor
+from assignor.placement.fallback_prior import FallbackPriorTaskAssignor
+from assignor.placement.legacy_sticky import LegacyStickyTaskAssignor
 from protocol.ids import ProcessId, TaskId
-from tests.conformance.jvm import HarnessError, JavaHarness
+from tests.support.jvm import HarnessError, JavaHarness
 
 BATCH = 200
 

@@ -14,12 +14,12 @@ import random
 import uuid
 from typing import Any
 
-from assignor.java_hash import JavaHashSet, JavaPriorityQueue, process_hash, task_hash
-from assignor.lags import task_lag
-from assignor.threads import distribute_tasks, prev_tasks_by_lag
+from assignor.placement._java.java_hash import JavaHashSet, JavaPriorityQueue, process_hash, task_hash
+from assignor.placement.lags import task_lag
+from assignor.placement.threads import distribute_tasks, prev_tasks_by_lag
 from protocol.ids import ProcessId, TaskId
 from protocol.messages import LATEST_OFFSET, UNKNOWN_OFFSET_SUM
-from tests.conformance.jvm import HarnessError, JavaHarness
+from tests.support.jvm import HarnessError, JavaHarness
 
 BATCH = 500
 

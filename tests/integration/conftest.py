@@ -21,8 +21,8 @@ from typing import Protocol
 import pytest
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
-from tests.kafka.broker import Broker, BrokerError, start
-from tests.support import IN_CI, require_tools
+from tests.support.kafka.broker import Broker, BrokerError, start
+from tests.support.requirements import IN_CI, require_tools
 
 BOOTSTRAP_ENV = "KAFKA_BOOTSTRAP_SERVERS"
 _BROKER = pytest.StashKey["Broker | None"]()

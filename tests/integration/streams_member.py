@@ -31,8 +31,8 @@ from aiokafka.coordinator.protocol import (
 
 from assignor.config import AssignorConfig
 from assignor.member import MemberAssignment
-from assignor.streams_assignor import StreamsPartitionAssignor, StreamsProcess
-from assignor.topology import Topology, TopologyBuilder
+from assignor.adapter.streams_assignor import StreamsPartitionAssignor, StreamsProcess
+from assignor.topology.model import Topology, TopologyBuilder
 from protocol.codec import Codec
 from protocol.errors import AssignorError, ProtocolError
 from protocol.ids import HostInfo, TaskId, TopicPartition

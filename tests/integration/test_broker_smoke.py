@@ -16,7 +16,7 @@ from aiokafka.coordinator.protocol import (
 )
 
 from tests.integration.conftest import CreateTopics
-from tests.kafka.broker import KAFKA_VERSION, Broker
+from tests.support.kafka.broker import KAFKA_VERSION, Broker
 
 TEST_TIMEOUT_S = 60
 

@@ -17,7 +17,7 @@ from aiokafka import AIOKafkaConsumer
 from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 from aiokafka.coordinator.protocol import ConsumerProtocol
 
-from protocol.shim import (
+from simulator.shim import (
     CoordinatorConfig,
     GroupCoordinator,
     ShimMember,

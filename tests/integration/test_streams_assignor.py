@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 from aiokafka import AIOKafkaProducer
 
-from assignor.admin import (
+from assignor.adapter.admin import (
     InternalTopicsError,
     ensure_internal_topics,
     fetch_changelog_end_offsets,
 )
 from assignor.config import AssignorConfig
-from assignor.pipeline import GroupInput, MemberSubscription, assign_group
+from assignor.leader.pipeline import GroupInput, MemberSubscription, assign_group
 from protocol.codec import Codec
 from protocol.ids import ProcessId, TopicPartition
 from tests.integration.conftest import CreateTopics

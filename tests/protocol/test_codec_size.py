@@ -24,7 +24,7 @@ from tests.bench.bench_protocol_size import (
     subscription_content,
 )
 from tests.protocol.strategies import assignment_infos, subscription_infos
-from tests.support import require_tools
+from tests.support.requirements import require_tools
 
 JAVA_SOURCE = Path(__file__).parent / "java" / "WireSize.java"
 
@@ -95,7 +95,7 @@ def _as_java_input(message: SubscriptionInfo | AssignmentInfo) -> dict[str, Any]
 def java_wire_size(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     """The command that runs ``WireSize`` against the pinned kafka-streams jars."""
     require_tools("java", "javac", "mvn")
-    from tests.conformance.jvm import build_harness
+    from tests.support.jvm import build_harness
 
     classpath = build_harness()
     out = tmp_path_factory.mktemp("wire-size")

@@ -1,0 +1,1 @@
+"""``python -m assignor``: the leader's pipeline over a group described in a JSON file."""

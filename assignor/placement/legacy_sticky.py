@@ -1,0 +1,364 @@
+"""Kafka's ``LegacyStickyTaskAssignor`` (the pre-2.6 default): stickiness first, lags ignored.
+
+Actives go back to their previous owner while it is under its quota of
+``tasks // total_threads`` per thread (always, for the fallback assignor), then to a previous
+standby owner under quota, then - task by task in order - to the previous owner unless it is
+full while others are not, else to the least-loaded client that gains a *new pair* of
+co-located tasks (spreading tasks that were seen together). Standbys then go, replica by
+replica, to the least-loaded clients without the task.
+
+Kafka walks ``HashMap``/``HashSet`` orders here (previous owners, unassigned tasks, candidate
+clients), and those orders decide ties. We replay them with
+:mod:`assignor.placement._java.java_hash`,
+assuming Kafka's sets of all tasks and of stateful tasks were filled in task order and the
+client map in the order given (which only matters for keys whose hashes share a bucket). Under
+those assumptions the result equals Java's; the conformance tests also check the invariants
+that do not depend on any order: each task active exactly once, standbys never beside their
+active, per-client balance, and stickiness at least Java's.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+from collections.abc import Collection, Iterable, Mapping
+
+from assignor.config import AssignorConfig
+from assignor.placement._java.java_hash import (
+    JavaHashSet,
+    buckets_stay_small,
+    copy_capacity,
+    grown_table_length,
+    int32,
+    process_hash,
+    spread_hash,
+    task_hash,
+)
+from assignor.placement.client_state import ClientState, task_key
+from assignor.placement.task_assignor import TaskAssignment
+from protocol.ids import ProcessId, TaskId
+
+log = logging.getLogger(__name__)
+
+
+class _Client:
+    """Scratch state of one client during one assignment (tasks as ranks in task order)."""
+
+    __slots__ = ("active", "assigned", "capacity", "index", "load", "process_id", "standby")
+
+    def __init__(self, index: int, process_id: ProcessId, capacity: int) -> None:
+        self.index = index
+        self.process_id = process_id
+        self.capacity = capacity
+        self.active: set[int] = set()
+        self.standby: set[int] = set()
+        self.assigned: list[int] = []
+        self.load = 0.0  # assigned / capacity, a Java double
+
+    def has(self, task: int) -> bool:
+        return task in self.active or task in self.standby
+
+
+def _more_available(a: _Client, b: _Client) -> bool:
+    """Kafka's ``hasMoreAvailableCapacityThan``: lower load (a double), then more threads."""
+    if a.load != b.load:
+        return a.load < b.load
+    return a.capacity > b.capacity
+
+
+class _Run:
+    """One assignment; mirrors the fields Kafka's assignor keeps between its steps.
+
+    Clients are ints: their position in the client map's (hash) iteration order.
+    """
+
+    def __init__(
+        self,
+        clients: Mapping[ProcessId, ClientState],
+        all_tasks: Collection[TaskId],
+        stateful_tasks: Collection[TaskId],
+        must_preserve_active: bool,
+    ) -> None:
+        self.ordered_tasks = sorted(set(all_tasks) | set(stateful_tasks), key=task_key)
+        self.rank = {task: i for i, task in enumerate(self.ordered_tasks)}
+        self.n_tasks = len(self.ordered_tasks)
+        self.must_preserve_active = must_preserve_active
+        # HashMap<ProcessId, ClientState>: iteration by hash bucket.
+        map_order = JavaHashSet(process_hash, clients)
+        self.pids = list(map_order)
+        self.index = {pid: i for i, pid in enumerate(self.pids)}
+        self.states = clients
+        self.clients = [_Client(i, pid, clients[pid].capacity) for i, pid in enumerate(self.pids)]
+        self.spread = [spread_hash(process_hash(pid)) for pid in self.pids]
+        self.map_length = map_order.table_length
+        # Without tree bins the map iterates by bucket, then insertion: subsets can reuse that.
+        self.map_plain = buckets_stay_small(
+            [spread_hash(process_hash(pid)) for pid in clients]
+        )
+        self.orders_by_length: dict[int, list[int]] = {}
+        # Kafka's minimum-load lookup (any client with more available capacity?) as a lazy heap.
+        self.min_heap = [(0.0, -c.capacity, c.index) for c in self.clients]
+        heapq.heapify(self.min_heap)
+        # HashSet<TaskId>s of all and of stateful tasks, filled in task order.
+        self.all_ranks = {self.rank[t] for t in all_tasks}
+        self.all_in_java_order = [
+            self.rank[t] for t in _task_set(sorted(all_tasks, key=task_key))
+        ]
+        self.stateful_in_java_order = [
+            self.rank[t] for t in _task_set(sorted(stateful_tasks, key=task_key))
+        ]
+        # Java computes n(n-1)/2 in 32-bit ints (it wraps past 46,341 tasks).
+        product = int32(len(self.all_ranks) * (len(self.all_ranks) - 1))
+        self.max_pairs = product // 2 if product >= 0 else -(-product // 2)
+        self.pairs: set[int] = set()
+        self._map_previous()
+
+    def _map_previous(self) -> None:
+        """``mapPreviousTaskAssignment``: last previous-active owner wins, key order by hash."""
+        self.prev_active_keys: JavaHashSet[TaskId] = JavaHashSet(task_hash)
+        self.prev_active: dict[TaskId, int] = {}
+        self.prev_standby: dict[TaskId, JavaHashSet[ProcessId]] = {}
+        for i, pid in enumerate(self.pids):
+            state = self.states[pid]
+            for task in sorted(state.previous_active, key=task_key):
+                self.prev_active_keys.add(task)
+                self.prev_active[task] = i
+            for task in sorted(state.previous_standby, key=task_key):
+                owners = self.prev_standby.get(task)
+                if owners is None:
+                    owners = self.prev_standby[task] = JavaHashSet(process_hash)
+                owners.add(pid)
+        # The copy Kafka makes of a task's previous standby owners, in its iteration order.
+        self.prev_standby_copy: dict[int, list[int]] = {}
+        for task, owners in self.prev_standby.items():
+            r = self.rank.get(task)
+            if r is not None:
+                members = [self.index[pid] for pid in owners]
+                self.prev_standby_copy[r] = self._new_set_order(
+                    members, copy_capacity(len(members))
+                )
+
+    def _order_at(self, length: int) -> list[int]:
+        """All clients in the order a set of that table length would hold them."""
+        order = self.orders_by_length.get(length)
+        if order is None:
+            mask, spread = length - 1, self.spread
+            order = sorted(range(len(self.pids)), key=lambda i: spread[i] & mask)
+            self.orders_by_length[length] = order
+        return order
+
+    def _new_set_order(
+        self, members: list[int], capacity: int | None = None, in_map_order: bool = False
+    ) -> list[int]:
+        """Iteration order of a new ``HashSet`` filled with these clients in this order.
+
+        ``in_map_order``: the members come in the client map's order, so a table of the
+        map's length keeps them as they are.
+        """
+        if not buckets_stay_small([self.spread[i] for i in members], capacity):
+            chosen = JavaHashSet(process_hash, (self.pids[i] for i in members), capacity)
+            return [self.index[pid] for pid in chosen]
+        length = grown_table_length(len(members), capacity)
+        if in_map_order:
+            if length == self.map_length and self.map_plain:
+                return members
+            keep = set(members)
+            return [i for i in self._order_at(length) if i in keep]
+        position = {i: k for k, i in enumerate(members)}
+        mask, spread = length - 1, self.spread
+        return sorted(members, key=lambda i: (spread[i] & mask, position[i]))
+
+    # --- task pairs -------------------------------------------------------------------------
+
+    def _has_new_pair(self, task: int, client: _Client) -> bool:
+        if len(self.pairs) == self.max_pairs:
+            return False
+        pairs, n = self.pairs, self.n_tasks
+        for other in client.assigned:
+            key = task * n + other if task < other else other * n + task
+            if key not in pairs:
+                return True
+        return False
+
+    # --- placing one task ---------------------------------------------------------------------
+
+    def _give(self, task: int, client: _Client, active: bool) -> None:
+        if client.has(task):
+            raise ValueError(
+                f"Tried to assign task {self.ordered_tasks[task]}, but it is already assigned "
+                f"to client {client.process_id}"
+            )
+        n = self.n_tasks
+        self.pairs.update([task * n + o if task < o else o * n + task for o in client.assigned])
+        (client.active if active else client.standby).add(task)
+        client.assigned.append(task)
+        client.load = len(client.assigned) / client.capacity
+        heapq.heappush(self.min_heap, (client.load, -client.capacity, client.index))
+
+    def _has_quota(self, client: _Client, tasks_per_thread: int) -> bool:
+        return len(client.active) < client.capacity * tasks_per_thread
+
+    def _should_balance(self, client: _Client) -> bool:
+        """Full (a task per thread) while some client has more available capacity."""
+        if len(client.assigned) < client.capacity:
+            return False
+        heap = self.min_heap
+        while heap[0][0] != self.clients[heap[0][2]].load:
+            heapq.heappop(heap)  # stale: that client has been given tasks since
+        load, neg_capacity, _ = heap[0]
+        return (load, neg_capacity) < (client.load, -client.capacity)
+
+    def _find_least_loaded(
+        self, task: int, candidates: Iterable[int], check_pairs: bool
+    ) -> _Client | None:
+        best: _Client | None = None
+        clients = self.clients
+        for i in candidates:
+            client = clients[i]
+            if not client.assigned:
+                return client
+            better = best is None or _more_available(client, best)
+            if better and (not check_pairs or self._has_new_pair(task, client)):
+                best = client
+        return best
+
+    def _least_loaded(self, task: int, candidates: list[int]) -> _Client | None:
+        found = self._find_least_loaded(task, candidates, True)
+        return found if found is not None else self._find_least_loaded(task, candidates, False)
+
+    def _least_loaded_previous_standby(
+        self, task: int, within: Collection[int]
+    ) -> _Client | None:
+        owners = self.prev_standby_copy.get(task)
+        if owners is None:
+            return None
+        # new HashSet<>(owners).retainAll(within): removal keeps the copy's order.
+        return self._least_loaded(task, [i for i in owners if i in within])
+
+    def _find_client(self, task: int, within: list[int], within_set: Collection[int]) -> _Client:
+        if len(within) == 1:
+            return self.clients[within[0]]
+        owner = self.prev_active.get(self.ordered_tasks[task])
+        previous = (
+            self.clients[owner]
+            if owner is not None and owner in within_set
+            else self._least_loaded_previous_standby(task, within_set)
+        )
+        if previous is None:
+            found = self._least_loaded(task, within)
+        elif self._should_balance(previous):
+            standby = self._least_loaded_previous_standby(task, within_set)
+            if standby is None or self._should_balance(standby):
+                found = self._least_loaded(task, within)
+            else:
+                found = standby
+        else:
+            found = previous
+        if found is None:
+            raise ValueError(f"no client can take task {self.ordered_tasks[task]}")
+        return found
+
+    # --- the two phases -----------------------------------------------------------------------
+
+    def assign_active(self) -> None:
+        total_capacity = sum(c.capacity for c in self.clients)
+        if total_capacity == 0:
+            raise ValueError("`totalCapacity` should never be zero.")
+        tasks_per_thread = len(self.all_ranks) // total_capacity
+        assigned: set[int] = set()
+        for task_id in self.prev_active_keys:
+            task = self.rank.get(task_id)
+            if task is None or task not in self.all_ranks:
+                continue
+            client = self.clients[self.prev_active[task_id]]
+            if self.must_preserve_active or self._has_quota(client, tasks_per_thread):
+                self._give(task, client, True)
+                assigned.add(task)
+
+        unassigned = JavaHashSet.copy_of(
+            task_hash, (self.ordered_tasks[r] for r in self.all_in_java_order)
+        )
+        assigned_ids = [self.ordered_tasks[r] for r in assigned]
+        if len(unassigned) > len(assigned_ids):  # AbstractSet.removeAll picks a side by size
+            for task_id in assigned_ids:
+                unassigned.discard(task_id)
+        else:
+            for task_id in list(unassigned):
+                if self.rank[task_id] in assigned:
+                    unassigned.discard(task_id, movable=False)
+
+        for task_id in list(unassigned):
+            owners = self.prev_standby.get(task_id)
+            if owners is None:
+                continue
+            task = self.rank[task_id]
+            for pid in owners:
+                client = self.clients[self.index[pid]]
+                if self._has_quota(client, tasks_per_thread):
+                    self._give(task, client, True)
+                    unassigned.discard(task_id, movable=False)
+                    break
+
+        everyone = list(range(len(self.clients)))
+        everyone_set = range(len(self.clients))
+        for task in sorted(self.rank[t] for t in unassigned):
+            self._give(task, self._find_client(task, everyone, everyone_set), True)
+
+    def assign_standby(self, replicas: int) -> None:
+        clients = self.clients
+        for task in self.stateful_in_java_order:
+            for i in range(replicas):
+                free = [c.index for c in clients if task not in c.active and task not in c.standby]
+                if not free:
+                    log.warning(
+                        "Unable to assign %d of %d standby tasks for task [%s]. There is not "
+                        "enough available capacity. You should increase the number of threads "
+                        "and/or application instances to maintain the requested number of "
+                        "standby replicas.",
+                        replicas - i,
+                        replicas,
+                        self.ordered_tasks[task],
+                    )
+                    break
+                candidates = self._new_set_order(free, in_map_order=True)
+                chosen = self._find_client(task, candidates, set(candidates))
+                self._give(task, chosen, False)
+
+    def result(self) -> dict[ProcessId, ClientState]:
+        tasks = self.ordered_tasks
+        return {
+            client.process_id: self.states[client.process_id].with_assignment(
+                (tasks[r] for r in client.active), (tasks[r] for r in client.standby)
+            )
+            for client in self.clients
+        }
+
+
+def _task_set(tasks_in_order: Iterable[TaskId]) -> JavaHashSet[TaskId]:
+    return JavaHashSet(task_hash, tasks_in_order)
+
+
+class LegacyStickyTaskAssignor:
+    """Kafka's ``LegacyStickyTaskAssignor``; never asks for a probing rebalance.
+
+    ``must_preserve_active`` returns every previous active to its owner even over quota (what
+    :class:`~assignor.placement.fallback_prior.FallbackPriorTaskAssignor` needs). Rack-aware
+    optimisation is not applied (``rack.aware.assignment.strategy`` is always ``none`` here).
+    """
+
+    def __init__(self, must_preserve_active: bool = False) -> None:
+        self.must_preserve_active = must_preserve_active
+
+    def assign(
+        self,
+        clients: Mapping[ProcessId, ClientState],
+        all_tasks: Collection[TaskId],
+        stateful_tasks: Collection[TaskId],
+        config: AssignorConfig,
+    ) -> TaskAssignment:
+        if not clients:
+            return TaskAssignment(clients={}, probing_rebalance_needed=False)
+        run = _Run(clients, all_tasks, stateful_tasks, self.must_preserve_active)
+        run.assign_active()
+        run.assign_standby(config.num_standby_replicas)
+        return TaskAssignment(clients=run.result(), probing_rebalance_needed=False)

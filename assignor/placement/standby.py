@@ -1,0 +1,181 @@
+"""Where standby replicas go: least-loaded clients, optionally spread over client tags.
+
+Two placements, as in Kafka (``DefaultStandbyTaskAssignor``, ``ClientTagAwareStandbyTaskAssignor``
+of KIP-708), chosen by whether ``rack.aware.assignment.tags`` is set:
+
+* default: each replica of each stateful task (task order) goes to the least-loaded client
+  (load = active + standby tasks per thread, ties by ``ProcessId``) that holds no copy yet;
+* tag-aware: the replicas of a task go first to clients whose tag values differ from those of
+  every client already holding the task, one tag key at a time; a key whose values are all
+  used up stops counting. What could not be placed that way falls back to the default rule.
+
+In these two placements the least-loaded order never goes stale (only the client just taken
+changes), so an ordered list gives exactly the answers of Kafka's heap.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+from collections.abc import Mapping
+
+from assignor.placement._java.priority_set import hash_iteration_order, spread, task_id_hash
+from assignor.placement.workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+_SHORTFALL = (
+    "Unable to assign %d of %d standby tasks for task [%s]. There is not enough available "
+    "capacity. You should increase the number of application instances to maintain the "
+    "requested number of standby replicas."
+)
+
+
+class _LeastLoaded:
+    """Clients ordered by ``ws.keys`` = (assigned load, client); exact while keys stay fresh."""
+
+    __slots__ = ("_keys", "_order", "_present", "_ws")
+
+    def __init__(self, ws: Workspace) -> None:
+        self._ws = ws
+        self._keys: dict[int, tuple[float, int]] = {}
+        self._order: list[tuple[float, int]] = []
+        self._present: set[int] = set()
+
+    def offer(self, client: int) -> None:
+        old = self._keys.get(client)
+        if old is not None:
+            del self._order[bisect.bisect_left(self._order, old)]
+        key = self._ws.keys[client]
+        self._keys[client] = key
+        bisect.insort(self._order, key)
+
+    def offer_all(self, clients: range | list[int]) -> None:
+        for client in clients:
+            self.offer(client)
+
+    def poll(self, task: int, also_used: set[int] | None = None) -> int | None:
+        """The lightest client without ``task`` (and, if given, not in ``also_used``)."""
+        ws = self._ws
+        active = ws.active
+        standby = ws.standby
+        order = self._order
+        for i, (_, client) in enumerate(order):
+            if task in active[client] or task in standby[client]:
+                continue
+            if also_used is not None and client in also_used:
+                continue
+            del order[i]
+            del self._keys[client]
+            return client
+        return None
+
+
+def assign_standbys_default(ws: Workspace, replicas: int) -> None:
+    """``DefaultStandbyTaskAssignor``: ``replicas`` copies of each stateful task."""
+    clients = _LeastLoaded(ws)
+    clients.offer_all(range(len(ws.pids)))
+    for task in ws.stateful:
+        _place(ws, clients, task, replicas, replicas)
+
+
+def _place(ws: Workspace, clients: _LeastLoaded, task: int, remaining: int, replicas: int) -> int:
+    while remaining > 0:
+        client = clients.poll(task)
+        if client is None:
+            break
+        ws.assign_standby(client, task)
+        remaining -= 1
+        clients.offer(client)
+    if remaining > 0:
+        log.warning(_SHORTFALL, remaining, replicas, ws.tasks[task])
+    return remaining
+
+
+def assign_standbys_tag_aware(ws: Workspace, replicas: int, rack_tags: tuple[str, ...]) -> None:
+    """``ClientTagAwareStandbyTaskAssignor`` with the clients' own ``client_tags``."""
+    tags: list[Mapping[str, str]] = [c.client_tags for c in ws.clients]
+    configured = set(rack_tags)
+    values_of_key: dict[str, set[str]] = {}
+    clients_with: dict[tuple[str, str], set[int]] = {}
+    for c, client_tags in enumerate(tags):
+        for key, value in client_tags.items():
+            values_of_key.setdefault(key, set()).add(value)
+            clients_with.setdefault((key, value), set()).add(c)
+
+    clients = _LeastLoaded(ws)
+    everyone = range(len(ws.pids))
+    remaining_by_task: dict[int, int] = dict.fromkeys(ws.stateful, replicas)
+    owner = {t: c for c in everyone for t in ws.active[c]}
+    for task in ws.stateful:
+        active_client = owner.get(task)
+        if active_client is None:
+            continue
+        clients.offer_all(everyone)
+        used_clients = 1
+        remaining = remaining_by_task[task]
+        used_entries: dict[tuple[str, str], set[int]] = {}
+        excluded: set[int] = set()
+        last = active_client
+        while True:
+            for key, value in tags[last].items():
+                if key not in configured:
+                    log.debug(
+                        "Client tag with key [%s] will be ignored when computing rack aware "
+                        "standby task assignment because it is not part of the configured "
+                        "rack awareness %s.",
+                        key,
+                        sorted(configured),
+                    )
+                    continue
+                all_values = values_of_key[key]
+                if len(all_values) <= used_clients:
+                    for v in all_values:
+                        used_entries.pop((key, v), None)
+                else:
+                    used_entries[(key, value)] = clients_with[(key, value)]
+            excluded = set().union(*used_entries.values()) if used_entries else set()
+            client = clients.poll(task, excluded)
+            if client is None:
+                break
+            used_clients += 1
+            remaining -= 1
+            ws.assign_standby(client, task)
+            last = client
+            if remaining <= 0:
+                break
+        if remaining > 0:
+            remaining_by_task[task] = remaining
+            log.warning(
+                "Rack aware standby task assignment was not able to assign %d of %d standby "
+                "tasks for the active task [%s] with the rack aware assignment tags %s. "
+                "Standby task assignment will fall back to assigning standby tasks to the "
+                "least loaded clients.",
+                remaining,
+                replicas,
+                ws.tasks[task],
+                list(rack_tags),
+            )
+        else:
+            del remaining_by_task[task]
+
+    if not remaining_by_task:
+        return
+    clients.offer_all(everyone)
+    # Kafka walks its HashMap<TaskId, Integer> of pending tasks: hash-table order of a map that
+    # once held every stateful task (entries are removed, the table never shrinks).
+    hashes = [spread(task_id_hash(ws.tasks[t])) for t in ws.stateful]
+    order = [ws.stateful[i] for i in hash_iteration_order(hashes)]
+    for task in order:
+        pending = remaining_by_task.get(task)
+        if pending is not None:
+            remaining_by_task[task] = _place(ws, clients, task, pending, replicas)
+
+
+def tag_movement_allowed(ws: Workspace, source: int, destination: int) -> bool:
+    """A standby may move between clients only if the destination has all the source's tags."""
+    destination_tags = ws.clients[destination].client_tags
+    return all(
+        destination_tags.get(key) == value
+        for key, value in ws.clients[source].client_tags.items()
+    )

@@ -1,0 +1,179 @@
+"""The scratch space a task assignor works in: clients and tasks as small ints.
+
+Kafka's assignors mutate ``ClientState`` objects and compare ``ProcessId``/``TaskId`` objects in
+their inner loops. Python cannot afford that at 1,000 clients, so an assignor first numbers
+clients in ``ProcessId`` order and tasks in ``TaskId`` order (the orders Kafka's ``TreeMap`` and
+``TreeSet`` use, so comparing the numbers is comparing the ids), does all its work on plain
+lists and sets of ints, and turns the result back into immutable :class:`ClientState` values.
+Nothing here outlives one ``assign`` call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+
+from assignor.placement.client_state import ClientState, task_key
+from assignor.placement.lags import TaskLags, task_lag
+from protocol.ids import ProcessId, TaskId
+
+
+@dataclass(slots=True)
+class Lags:
+    """Every client's lag on every stateful task, stored sparsely.
+
+    ``default[t]`` is the lag of most clients on task ``t``; ``special[t]`` maps the clients
+    whose lag differs to their lag. With Kafka's inputs the default is the end-offset sum (the
+    lag of a client with no local state) and only the clients that reported the task differ.
+    """
+
+    default: dict[int, int] = field(default_factory=dict)
+    special: dict[int, dict[int, int]] = field(default_factory=dict)
+
+    def lag(self, client: int, task: int) -> int:
+        return self.special[task].get(client, self.default[task])
+
+
+class Workspace:
+    """Mutable assignment state over numbered clients and tasks.
+
+    ``keys[c]`` is ``(assigned load, c)``, the order of Kafka's least-loaded priority sets,
+    kept current by every assign/unassign so heaps can read it at any moment.
+    """
+
+    __slots__ = (
+        "active",
+        "capacity",
+        "clients",
+        "count",
+        "keys",
+        "lags",
+        "pids",
+        "standby",
+        "stateful",
+        "task_index",
+        "tasks",
+    )
+
+    def __init__(
+        self,
+        clients: Mapping[ProcessId, ClientState],
+        all_tasks: Collection[TaskId],
+        stateful_tasks: Collection[TaskId],
+        *,
+        with_lags: bool = True,
+    ) -> None:
+        self.pids: list[ProcessId] = sorted(clients, key=lambda p: p.sort_key)
+        self.clients: list[ClientState] = [clients[p] for p in self.pids]
+        self.capacity: list[int] = [c.capacity for c in self.clients]
+        stateful_set = set(stateful_tasks)
+        unknown = stateful_set.difference(all_tasks)
+        if unknown:
+            raise ValueError(f"stateful tasks {sorted(unknown)} are not among all tasks")
+        self.tasks: list[TaskId] = sorted(set(all_tasks), key=task_key)
+        self.task_index: dict[TaskId, int] = {t: i for i, t in enumerate(self.tasks)}
+        self.stateful: list[int] = [i for i, t in enumerate(self.tasks) if t in stateful_set]
+        n = len(self.clients)
+        self.active: list[set[int]] = [set() for _ in range(n)]
+        self.standby: list[set[int]] = [set() for _ in range(n)]
+        self.count: list[int] = [0] * n
+        self.keys: list[tuple[float, int]] = [(0.0, c) for c in range(n)]
+        self.lags = self._lags() if with_lags else Lags()
+
+    # --- lags --------------------------------------------------------------------------------
+
+    def _lags(self) -> Lags:
+        lags = Lags()
+        tasks = self.tasks
+        stateful = self.stateful
+        views = [c.task_lags for c in self.clients]
+        shared_end = _shared_end_sums(views)
+        if shared_end is not None:
+            # Sparse path: only clients that reported a task can differ from the end sum.
+            for t in stateful:
+                task = tasks[t]
+                if task not in shared_end:
+                    raise ValueError(f"no changelog end-offset sum for stateful task {task}")
+                lags.default[t] = shared_end[task]
+                lags.special[t] = {}
+            index = self.task_index
+            for c, view in enumerate(views):
+                assert isinstance(view, TaskLags)
+                for task, offset_sum in view.offset_sums.items():
+                    found = index.get(task)
+                    if found is None or found not in lags.special:
+                        continue
+                    lag = task_lag(offset_sum, lags.default[found])
+                    if lag != lags.default[found]:
+                        lags.special[found][c] = lag
+            return lags
+        for t in stateful:
+            task = tasks[t]
+            column: list[int] = []
+            for c, view in enumerate(views):
+                try:
+                    column.append(view[task])
+                except KeyError:
+                    raise ValueError(
+                        f"client {self.pids[c]} has no lag for stateful task {task}"
+                    ) from None
+            default = column[0] if column else 0
+            lags.default[t] = default
+            lags.special[t] = {c: lag for c, lag in enumerate(column) if lag != default}
+        return lags
+
+    # --- assignment --------------------------------------------------------------------------
+
+    def has(self, client: int, task: int) -> bool:
+        return task in self.active[client] or task in self.standby[client]
+
+    def _touch(self, client: int, delta: int) -> None:
+        count = self.count[client] + delta
+        self.count[client] = count
+        self.keys[client] = (count / self.capacity[client], client)
+
+    def assign_active(self, client: int, task: int) -> None:
+        if self.has(client, task):
+            raise ValueError(f"task {self.tasks[task]} is already assigned to {self.pids[client]}")
+        self.active[client].add(task)
+        self._touch(client, 1)
+
+    def unassign_active(self, client: int, task: int) -> None:
+        self.active[client].remove(task)
+        self._touch(client, -1)
+
+    def assign_standby(self, client: int, task: int) -> None:
+        if self.has(client, task):
+            raise ValueError(f"task {self.tasks[task]} is already assigned to {self.pids[client]}")
+        self.standby[client].add(task)
+        self._touch(client, 1)
+
+    def unassign_standby(self, client: int, task: int) -> None:
+        self.standby[client].remove(task)
+        self._touch(client, -1)
+
+    def load(self, client: int) -> float:
+        return self.count[client] / self.capacity[client]
+
+    def results(self) -> dict[ProcessId, ClientState]:
+        tasks = self.tasks
+        return {
+            pid: state.with_assignment(
+                (tasks[t] for t in self.active[c]), (tasks[t] for t in self.standby[c])
+            )
+            for c, (pid, state) in enumerate(zip(self.pids, self.clients, strict=True))
+        }
+
+
+def _shared_end_sums(views: list[Mapping[TaskId, int]]) -> Mapping[TaskId, int] | None:
+    """The end sums all clients' lag views share, if they are all :class:`TaskLags` of one."""
+    if not views or not all(isinstance(v, TaskLags) for v in views):
+        return None
+    first = views[0]
+    assert isinstance(first, TaskLags)
+    end = first.end_sums
+    for view in views:
+        assert isinstance(view, TaskLags)
+        if view.end_sums is not end:
+            return None
+    return end

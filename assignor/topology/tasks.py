@@ -1,0 +1,160 @@
+"""Step 3 of the leader's pipeline: from subtopologies and partition counts to tasks.
+
+A task is one partition number of one subtopology. Task ``<s>_<i>`` reads partition ``i`` of
+every source topic of subtopology ``s`` that has more than ``i`` partitions, and owns partition
+``i`` of each of its changelogs; so a subtopology has as many tasks as its largest source topic
+has partitions (Kafka's ``PartitionGrouper`` and ``ChangelogTopics``).
+
+This runs inside aiokafka's event loop for every rebalance, on thousands of partitions, so the
+loops build ids without pydantic validation (the inputs were validated once, upstream).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from pydantic import BaseModel
+
+from assignor.topology.model import Topology
+from protocol.ids import TaskId, TopicPartition
+
+TaskPartitions = Mapping[TaskId, tuple[TopicPartition, ...]]
+
+_new = object.__new__
+_set_dict = object.__setattr__
+# pydantic keeps a model's state in four slots; setting them through the slot descriptors is the
+# cheapest way to make a valid frozen instance without running validation.
+_slots = vars(BaseModel)
+_set_fields_set = _slots["__pydantic_fields_set__"].__set__
+_set_extra = _slots["__pydantic_extra__"].__set__
+_set_private = _slots["__pydantic_private__"].__set__
+_FIELDS_TP = frozenset(("topic", "partition"))
+_FIELDS_TASK = frozenset(("subtopology", "partition", "topology"))
+
+
+def _topic_partition(topic: str, partition: int) -> TopicPartition:
+    """A ``TopicPartition`` without validation, several times cheaper than
+    ``model_construct``; it compares, hashes and dumps like a validated one."""
+    tp = _new(TopicPartition)
+    _set_dict(tp, "__dict__", {"topic": topic, "partition": partition})
+    _set_fields_set(tp, _FIELDS_TP)
+    _set_extra(tp, None)
+    _set_private(tp, None)
+    return tp
+
+
+def _task_id(subtopology: int, partition: int) -> TaskId:
+    task = _new(TaskId)
+    _set_dict(
+        task, "__dict__", {"subtopology": subtopology, "partition": partition, "topology": None}
+    )
+    _set_fields_set(task, _FIELDS_TASK)
+    _set_extra(task, None)
+    _set_private(task, None)
+    return task
+
+
+def create_tasks(topology: Topology, source_partitions: Mapping[str, int]) -> TaskPartitions:
+    """Task id -> its source partitions, ordered by task id; partitions ordered by topic.
+
+    ``source_partitions`` must hold every source topic's count, repartition topics included
+    (``InternalTopics.source_partitions``); a missing or empty topic is a caller's mistake and
+    raises ``ValueError`` (Kafka: "Empty partitions for topic").
+    """
+    tasks: dict[TaskId, tuple[TopicPartition, ...]] = {}
+    for sub in topology.subtopologies:
+        sized = []
+        for topic in sub.source_topics:
+            count = source_partitions.get(topic, 0)
+            if count < 1:
+                raise ValueError(
+                    f"Empty partitions for topic {topic}: size the topology's internal topics "
+                    f"and check for missing source topics before creating tasks"
+                )
+            sized.append((topic, count))
+        widest = max(count for _, count in sized)
+        sub_id = sub.id
+        if all(count == widest for _, count in sized):
+            topics = [topic for topic, _ in sized]
+            for partition in range(widest):
+                tasks[_task_id(sub_id, partition)] = tuple(
+                    [_topic_partition(topic, partition) for topic in topics]
+                )
+        else:
+            for partition in range(widest):
+                tasks[_task_id(sub_id, partition)] = tuple(
+                    [_topic_partition(t, partition) for t, n in sized if n > partition]
+                )
+    return tasks
+
+
+def stateful_tasks(topology: Topology, tasks: TaskPartitions) -> frozenset[TaskId]:
+    """Tasks whose subtopology logs at least one store: the ones with state to place and to
+    keep warm on standbys. An unlogged store does not make a task stateful, as in Kafka."""
+    stateful = {sub.id for sub in topology.subtopologies if sub.is_stateful}
+    return frozenset(task for task in tasks if task.subtopology in stateful)
+
+
+def changelog_partitions(topology: Topology, tasks: TaskPartitions) -> TaskPartitions:
+    """Stateful task -> the changelog partitions it restores from (source changelogs too)."""
+    logs = {sub.id: sub.changelog_topics for sub in topology.subtopologies if sub.is_stateful}
+    result: dict[TaskId, tuple[TopicPartition, ...]] = {}
+    for task in tasks:
+        topics = logs.get(task.subtopology)
+        if topics:
+            result[task] = tuple([_topic_partition(t, task.partition) for t in topics])
+    return result
+
+
+def changelog_partition_counts(topology: Topology, tasks: TaskPartitions) -> dict[str, int]:
+    """Changelog topic -> partitions it needs: its subtopology's highest task partition + 1.
+
+    Source topics reused as changelogs are left out: they exist with their own count.
+    """
+    highest: dict[int, int] = {}
+    for task in tasks:
+        if task.partition >= highest.get(task.subtopology, -1):
+            highest[task.subtopology] = task.partition
+    counts: dict[str, int] = {}
+    for sub in topology.subtopologies:
+        if sub.id in highest:
+            for topic in sub.created_changelog_topics:
+                counts[topic] = highest[sub.id] + 1
+    return counts
+
+
+@dataclass(frozen=True, slots=True)
+class TaskLayout:
+    """Everything step 3 hands to the task assignor."""
+
+    tasks: TaskPartitions
+    stateful: frozenset[TaskId]
+    changelogs: TaskPartitions
+    changelog_counts: Mapping[str, int]
+
+    @property
+    def stateless(self) -> frozenset[TaskId]:
+        return frozenset(t for t in self.tasks if t not in self.stateful)
+
+
+def plan_tasks(topology: Topology, source_partitions: Mapping[str, int]) -> TaskLayout:
+    """:func:`create_tasks` and the stateful views of its result, in one call."""
+    tasks = create_tasks(topology, source_partitions)
+    return TaskLayout(
+        tasks=tasks,
+        stateful=stateful_tasks(topology, tasks),
+        changelogs=changelog_partitions(topology, tasks),
+        changelog_counts=changelog_partition_counts(topology, tasks),
+    )
+
+
+__all__ = [
+    "TaskLayout",
+    "TaskPartitions",
+    "changelog_partition_counts",
+    "changelog_partitions",
+    "create_tasks",
+    "plan_tasks",
+    "stateful_tasks",
+]

@@ -1,0 +1,459 @@
+"""A group member that hosts an aiokafka-style assignor and talks to the shim's coordinator.
+
+It reproduces what aiokafka 0.14's ``GroupCoordinator``/``CoordinatorGroupRebalance`` do around
+the assignor, bytes included: ``assignor.metadata(topics)`` on every join, encoded unless it is
+already bytes; the leader decodes every member's metadata with ``ConsumerProtocol.METADATA``,
+calls ``assignor.assign(cluster, members)`` synchronously and encodes each result unless it is
+bytes; every member decodes its assignment with ``ConsumerProtocol.ASSIGNMENT`` and calls
+``assignor.on_assignment(assignment)``. Around that it keeps aiokafka's loop: MEMBER_ID_REQUIRED
+retry, heartbeats every ``heartbeat_interval_ms`` (which stop while rejoining), rejoin on
+REBALANCE_IN_PROGRESS, reset on UNKNOWN_MEMBER_ID / ILLEGAL_GENERATION, no LeaveGroup for a
+static member.
+
+Deliberate differences from aiokafka (see the README): one JoinGroup carries every assignor's
+protocol (aiokafka sends one per assignor, aio-libs/aiokafka#1168); an error aiokafka would hand
+to the application (a failing ``assign``) is followed by a rejoin after ``retry_backoff_ms``, as
+if the application kept polling; a fatal error (fencing, an undecodable assignment) stops the
+member with ``status == "failed"``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any, Protocol, TypeVar
+
+from aiokafka.cluster import ClusterMetadata
+from aiokafka.coordinator.protocol import ConsumerProtocol, ConsumerProtocolMemberAssignment
+from aiokafka.structs import TopicPartition
+
+from simulator.shim.coordinator import GroupCoordinator, GroupState
+from simulator.shim.errors import ErrorCode, error_class
+from simulator.shim.requests import (
+    NO_GENERATION,
+    UNKNOWN_MEMBER_ID,
+    HeartbeatRequest,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
+
+R = TypeVar("R")
+
+_FATAL_JOIN = frozenset({
+    ErrorCode.INCONSISTENT_GROUP_PROTOCOL, ErrorCode.INVALID_SESSION_TIMEOUT,
+    ErrorCode.INVALID_GROUP_ID, ErrorCode.FENCED_INSTANCE_ID, ErrorCode.GROUP_MAX_SIZE_REACHED,
+})
+
+
+class Assignor(Protocol):
+    """aiokafka's assignor interface, duck-typed as aiokafka's coordinator uses it."""
+
+    @property
+    def name(self) -> str: ...
+
+    def metadata(self, topics: Iterable[str]) -> Any: ...
+
+    def assign(self, cluster: ClusterMetadata, members: Mapping[str, Any]) -> Mapping[str, Any]:
+        ...
+
+    def on_assignment(self, assignment: ConsumerProtocolMemberAssignment) -> None: ...
+
+
+class MemberFailed(RuntimeError):
+    """The member stopped for good; ``__cause__`` or the message says why."""
+
+
+class ShimMember:
+    """One consumer of a group, driven by the shim (see the module docstring).
+
+    ``status`` moves through ``created`` -> ``joining`` <-> ``stable`` and ends in ``left``,
+    ``crashed`` or ``failed``. ``on_assigned`` (optional) runs after ``on_assignment`` with the
+    member, like a rebalance listener.
+    """
+
+    def __init__(
+        self,
+        coordinator: GroupCoordinator,
+        *,
+        group_id: str,
+        assignors: Sequence[Assignor],
+        topics: Iterable[str],
+        cluster: ClusterMetadata,
+        client_id: str = "consumer",
+        group_instance_id: str | None = None,
+        session_timeout_ms: int = 10_000,
+        rebalance_timeout_ms: int = 30_000,
+        heartbeat_interval_ms: int = 3_000,
+        retry_backoff_ms: int = 100,
+        latency_ms: tuple[float, float] = (0.0, 0.0),
+        assign_delay_ms: float = 0.0,
+        on_assigned: Callable[[ShimMember], object] | None = None,
+    ) -> None:
+        if not assignors:
+            raise ValueError("a member needs at least one assignor")
+        self.coordinator = coordinator
+        self.clock = coordinator.clock
+        self.journal = coordinator.journal
+        self.group_id = group_id
+        self.assignors = tuple(assignors)
+        self.topics = tuple(topics)
+        self.cluster = cluster
+        self.client_id = client_id
+        self.group_instance_id = group_instance_id
+        self.session_timeout_ms = session_timeout_ms
+        self.rebalance_timeout_ms = rebalance_timeout_ms
+        self.heartbeat_interval_ms = heartbeat_interval_ms
+        self.retry_backoff_ms = retry_backoff_ms
+        self.latency_ms = latency_ms
+        self.assign_delay_ms = assign_delay_ms
+        self.on_assigned = on_assigned
+
+        self.member_id = UNKNOWN_MEMBER_ID
+        self.generation = NO_GENERATION
+        self.protocol: str | None = None
+        self.assignment: ConsumerProtocolMemberAssignment | None = None
+        self.status = "created"
+        self.error: BaseException | None = None
+        self.assign_seconds = 0.0  # wall time spent inside assignor.assign (not in the journal)
+        self.assign_calls = 0
+        self.joins = 0
+
+        self._rejoin: asyncio.Event | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._heartbeat_task: asyncio.Task[None] | None = None
+        self._changed: asyncio.Future[None] | None = None
+
+    # -- public controls ------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self.group_instance_id or self.client_id
+
+    @property
+    def running(self) -> bool:
+        return self.status in ("created", "joining", "stable")
+
+    @property
+    def rejoin_requested(self) -> bool:
+        return self._rejoin is not None and self._rejoin.is_set()
+
+    @property
+    def stable(self) -> bool:
+        return self.status == "stable" and not self.rejoin_requested
+
+    def partitions(self) -> list[TopicPartition]:
+        return self.assignment.partitions() if self.assignment is not None else []
+
+    def start(self) -> ShimMember:
+        """Begin joining (call from inside the clock's loop)."""
+        if self._task is not None:
+            raise RuntimeError(f"member {self.name} was already started")
+        self._rejoin = asyncio.Event()
+        self._rejoin.set()
+        self._task = asyncio.get_running_loop().create_task(self._run(), name=f"member-{self.name}")
+        return self
+
+    def request_rejoin(self) -> None:
+        """What aiokafka's ``request_rejoin()`` does: rejoin at the next opportunity."""
+        if self._rejoin is not None and not self._rejoin.is_set():
+            self._log("rejoin-requested", "")
+            self._rejoin.set()
+            self._notify()
+
+    def subscribe(self, topics: Iterable[str]) -> None:
+        """Change the subscription; the new topics go out with the next JoinGroup."""
+        self.topics = tuple(topics)
+        self.request_rejoin()
+
+    async def close(self) -> None:
+        """Stop like ``AIOKafkaConsumer.stop()``: LeaveGroup unless static, then forget the id."""
+        await self._stop_tasks()
+        if self.generation > 0 and self.group_instance_id is None and self.member_id:
+            await self._delay()
+            self.coordinator.leave(
+                LeaveGroupRequest(self.group_id, ((self.member_id, None),))
+            )
+            await self._delay()
+        self._set_status("left", f"after generation {self.generation}")
+        self.member_id, self.generation = UNKNOWN_MEMBER_ID, NO_GENERATION
+
+    async def crash(self) -> None:
+        """Vanish without a word: no LeaveGroup, parked requests stay parked at the coordinator."""
+        await self._stop_tasks()
+        self._set_status("crashed", "")
+
+    def changed(self) -> asyncio.Future[None]:
+        """A future that completes at the member's next change of status or generation."""
+        if self._changed is None or self._changed.done():
+            self._changed = self.clock.create_future()
+        return self._changed
+
+    # -- the coordination loop ------------------------------------------------------------
+    async def _run(self) -> None:
+        rejoin = self._rejoin
+        assert rejoin is not None
+        try:
+            while True:
+                if rejoin.is_set() or self.assignment is None:
+                    await self._stop_heartbeat()
+                    self._set_status("joining", "")
+                    if await self._join_and_sync():
+                        self._heartbeat_task = asyncio.get_running_loop().create_task(
+                            self._heartbeat_loop(), name=f"heartbeat-{self.name}"
+                        )
+                        self._set_status("stable", f"generation {self.generation}")
+                    else:
+                        await self.clock.sleep(self.retry_backoff_ms / 1000.0)
+                    continue
+                await rejoin.wait()
+        except MemberFailed as failure:
+            self.error = failure.__cause__ or failure
+            await self._stop_heartbeat()
+            self._set_status("failed", str(failure))
+
+    async def _join_and_sync(self) -> bool:
+        self.joins += 1
+        protocols = []
+        for assignor in self.assignors:
+            metadata = assignor.metadata(self.topics)
+            if not isinstance(metadata, bytes):
+                metadata = metadata.encode()
+            protocols.append((assignor.name, metadata))
+        request = JoinGroupRequest(
+            group_id=self.group_id,
+            member_id=self.member_id,
+            protocols=tuple(protocols),
+            session_timeout_ms=self.session_timeout_ms,
+            rebalance_timeout_ms=self.rebalance_timeout_ms,
+            group_instance_id=self.group_instance_id,
+            client_id=self.client_id,
+        )
+        response = await self._call(self.coordinator.join, request)
+        while response.error_code == ErrorCode.MEMBER_ID_REQUIRED:
+            self.member_id = response.member_id
+            request = JoinGroupRequest(
+                group_id=request.group_id, member_id=self.member_id, protocols=request.protocols,
+                session_timeout_ms=request.session_timeout_ms,
+                rebalance_timeout_ms=request.rebalance_timeout_ms,
+                group_instance_id=request.group_instance_id, client_id=request.client_id,
+            )
+            response = await self._call(self.coordinator.join, request)
+        code = response.error_code
+        if code == ErrorCode.NONE:
+            self.member_id = response.member_id
+            self.generation = response.generation_id
+            self.protocol = response.protocol_name
+            if response.leader_id == response.member_id:
+                assignment = await self._lead(response)
+            else:
+                assignment = await self._sync(())
+            if assignment is None:
+                return False
+            self._complete(assignment)
+            return True
+        if code == ErrorCode.UNKNOWN_MEMBER_ID:
+            self._reset_generation()
+            return False
+        if code in _FATAL_JOIN:
+            raise MemberFailed(f"JoinGroup failed: {ErrorCode(code).name}") from error_class(code)()
+        raise MemberFailed(f"unexpected JoinGroup error {code}") from error_class(code)()
+
+    async def _lead(self, response: JoinGroupResponse) -> bytes | None:
+        protocol = response.protocol_name or ""
+        assignor = self._assignor(protocol)
+        members = {
+            member_id: ConsumerProtocol.METADATA.decode(metadata)
+            for member_id, _instance, metadata in response.members
+        }
+        started = time.perf_counter()
+        try:
+            assignments = assignor.assign(self.cluster, members)
+        except Exception as error:  # aiokafka wraps it in KafkaError and hands it to the app
+            self.assign_seconds += time.perf_counter() - started
+            self.assign_calls += 1
+            self.error = error
+            self._log("assign-failed", f"{type(error).__name__}: {error}")
+            return None
+        self.assign_seconds += time.perf_counter() - started
+        self.assign_calls += 1
+        encoded = []
+        for member_id, assignment in assignments.items():
+            data = assignment if isinstance(assignment, bytes) else assignment.encode()
+            encoded.append((member_id, bytes(data)))
+        self._log("assigned", f"generation {self.generation}, protocol {protocol}, "
+                              f"{len(members)} members")
+        if self.assign_delay_ms > 0:
+            await self.clock.sleep(self.assign_delay_ms / 1000.0)
+        return await self._sync(tuple(encoded))
+
+    async def _sync(self, assignments: tuple[tuple[str, bytes], ...]) -> bytes | None:
+        assert self._rejoin is not None
+        # aiokafka forgets earlier rejoin requests right before it sends SyncGroup.
+        self._rejoin.clear()
+        request = SyncGroupRequest(
+            self.group_id, self.generation, self.member_id, assignments, self.group_instance_id
+        )
+        response: SyncGroupResponse = await self._call(self.coordinator.sync, request)
+        code = response.error_code
+        if code == ErrorCode.NONE:
+            return response.member_assignment
+        self._rejoin.set()
+        if code in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION):
+            self._reset_generation()
+        elif code != ErrorCode.REBALANCE_IN_PROGRESS:
+            raise MemberFailed(f"SyncGroup failed: {ErrorCode(code).name}") from error_class(code)()
+        return None
+
+    def _complete(self, data: bytes) -> None:
+        assignor = self._assignor(self.protocol or "")
+        try:
+            assignment = ConsumerProtocol.ASSIGNMENT.decode(data)
+        except Exception as error:  # aiokafka's coordination task dies on this
+            raise MemberFailed(f"undecodable assignment of {len(data)} bytes") from error
+        self.assignment = assignment
+        assignor.on_assignment(assignment)
+        self._log("assignment", f"generation {self.generation}: "
+                                f"{len(assignment.partitions())} partitions, {len(data)} B")
+        if self.on_assigned is not None:
+            self.on_assigned(self)
+
+    def _assignor(self, protocol: str) -> Assignor:
+        for assignor in self.assignors:
+            if assignor.name == protocol:
+                return assignor
+        raise MemberFailed(f"coordinator selected protocol {protocol!r} this member lacks")
+
+    def _reset_generation(self) -> None:
+        self.member_id, self.generation = UNKNOWN_MEMBER_ID, NO_GENERATION
+        if self._rejoin is not None:
+            self._rejoin.set()
+
+    # -- heartbeats -----------------------------------------------------------------------
+    async def _heartbeat_loop(self) -> None:
+        interval = self.heartbeat_interval_ms / 1000.0
+        backoff = self.retry_backoff_ms / 1000.0
+        pause = interval
+        clock = self.clock
+        while self.member_id:
+            await clock.sleep(pause)
+            sent = clock.time()
+            try:
+                ok = await self._heartbeat()
+            except MemberFailed as failure:
+                self.error = failure.__cause__ or failure
+                if self._task is not None:
+                    self._task.cancel()
+                self._set_status("failed", str(failure))
+                return
+            pause = max(0.0, interval - (clock.time() - sent)) if ok else backoff
+
+    async def _heartbeat(self) -> bool:
+        # aiokafka sends Heartbeat v1, which carries no group.instance.id.
+        request = HeartbeatRequest(self.group_id, self.generation, self.member_id)
+        if self.latency_ms[1] > 0:
+            await self._delay()
+            response = self.coordinator.heartbeat(request)
+            await self._delay()
+        else:
+            response = self.coordinator.heartbeat(request)
+        code = response.error_code
+        if code == ErrorCode.NONE:
+            return True
+        if code == ErrorCode.REBALANCE_IN_PROGRESS:
+            self.request_rejoin()
+            return True
+        if code in (ErrorCode.ILLEGAL_GENERATION, ErrorCode.UNKNOWN_MEMBER_ID):
+            self._log("heartbeat-reset", ErrorCode(code).name)
+            self._reset_generation()
+            self._notify()
+            return False
+        raise MemberFailed(f"Heartbeat failed: {ErrorCode(code).name}") from error_class(code)()
+
+    # -- plumbing -------------------------------------------------------------------------
+    async def _call(self, send: Callable[[Any], Awaitable[R]], request: Any) -> R:
+        if self.latency_ms[1] > 0:
+            await self._delay()
+            response = await send(request)
+            await self._delay()
+            return response
+        return await send(request)
+
+    async def _delay(self) -> None:
+        low, high = self.latency_ms
+        if high > 0:
+            await self.clock.sleep(self.clock.random.uniform(low, high) / 1000.0)
+
+    async def _stop_heartbeat(self) -> None:
+        task, self._heartbeat_task = self._heartbeat_task, None
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _stop_tasks(self) -> None:
+        await self._stop_heartbeat()
+        task, self._task = self._task, None
+        current = asyncio.current_task()
+        if task is not None and task is not current and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    def _set_status(self, status: str, detail: str) -> None:
+        if status != self.status or status == "stable":
+            self.status = status
+            self._log(status, detail)
+        self._notify()
+
+    def _notify(self) -> None:
+        changed = self._changed
+        if changed is not None and not changed.done():
+            changed.set_result(None)
+
+    def _log(self, kind: str, detail: str) -> None:
+        self.journal.log(
+            self.clock.time(), self.group_id, kind, self.member_id or f"<{self.name}>", detail
+        )
+
+
+async def settle(
+    members: Sequence[ShimMember],
+    *,
+    timeout: float = 600.0,
+    exact: bool = True,
+) -> int:
+    """Wait until every running member is stable on the coordinator's current generation.
+
+    With ``exact`` the coordinator's membership must also equal the running members' ids, so a
+    crashed member must first time out. Returns the generation; raises ``TimeoutError`` after
+    ``timeout`` seconds of the members' clock with a description of who is not there yet.
+    """
+    if not members:
+        raise ValueError("settle needs at least one member")
+    coordinator = members[0].coordinator
+    group_id = members[0].group_id
+    clock = coordinator.clock
+    deadline = clock.time() + timeout
+    while True:
+        live = [m for m in members if m.running]
+        generation = coordinator.generation(group_id)
+        if (live and coordinator.state(group_id) is GroupState.STABLE
+                and all(m.stable and m.generation == generation for m in live)
+                and (not exact or set(coordinator.members(group_id))
+                     == {m.member_id for m in live})):
+            return generation
+        remaining = deadline - clock.time()
+        if remaining <= 0:
+            waiting = [f"{m.name}:{m.status}@{m.generation}" for m in live if not m.stable]
+            raise TimeoutError(
+                f"group {group_id} not settled after {timeout}s: coordinator "
+                f"{coordinator.state(group_id).value} generation {generation} members "
+                f"{list(coordinator.members(group_id))}; not stable: {waiting}"
+            )
+        futures = [m.changed() for m in members]
+        await asyncio.wait(futures, timeout=min(remaining, 1.0),
+                           return_when=asyncio.FIRST_COMPLETED)

@@ -1,0 +1,141 @@
+"""Tasks -> threads: Kafka's documented examples and the balance/stickiness properties.
+
+Exact equality with Java on random inputs lives in tests/conformance/test_threads.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from assignor.placement._java.java_hash import JavaHashSet, process_hash, task_hash
+from assignor.placement.threads import (
+    TaskAssignmentError,
+    assign_tasks_to_threads,
+    distribute_tasks,
+    java_hash_set_order,
+)
+from protocol.ids import ProcessId, TaskId
+
+
+def t(text: str) -> TaskId:
+    return TaskId.parse(text)
+
+
+def test_new_tasks_are_interleaved_by_subtopology() -> None:
+    # StreamsPartitionAssignorTest.shouldInterleaveTasksByGroupIdDuringNewAssignment
+    tasks = [t(x) for x in ["0_0", "0_1", "0_2", "0_3", "1_0", "1_1", "1_2", "2_0", "2_1"]]
+    result = distribute_tasks(["c1", "c2", "c3"], tasks, [], [], {})
+    assert {c: [str(x) for x in ts] for c, ts in result.active.items()} == {
+        "c1": ["0_0", "0_3", "1_2"],
+        "c2": ["0_1", "1_0", "2_0"],
+        "c3": ["0_2", "1_1", "2_1"],
+    }
+
+
+def test_previous_owner_keeps_its_tasks_up_to_the_floor() -> None:
+    tasks = [t("0_0"), t("0_1"), t("0_2"), t("0_3")]
+    prev = {"a": (t("0_3"), t("0_2"), t("0_1")), "b": (t("0_0"),)}
+    result = distribute_tasks(["a", "b"], tasks, [], [], prev)
+    assert sorted(result.active["a"]) == [t("0_2"), t("0_3")]  # floor 2: least lag first
+    assert sorted(result.active["b"]) == [t("0_0"), t("0_1")]
+
+
+def test_stateless_tasks_fill_the_least_loaded_threads() -> None:
+    result = distribute_tasks(
+        ["a", "b"], [t("0_0"), t("0_1"), t("0_2")], [t("1_0")], [t("2_0"), t("2_1")], {}
+    )
+    loads = {c: len(result.active[c]) + len(result.standby[c]) for c in ("a", "b")}
+    assert loads == {"a": 3, "b": 3}
+
+
+def test_needs_a_consumer() -> None:
+    with pytest.raises(ValueError, match="at least one consumer"):
+        assign_tasks_to_threads([t("0_0")], True, [], {}, {})
+
+
+def test_overloaded_threads_cannot_take_more() -> None:
+    # Loads far above the floor leave no thread at the floor: Java would fail with an NPE.
+    with pytest.raises(TaskAssignmentError):
+        assign_tasks_to_threads([t("0_0"), t("0_1")], True, ["a", "b"], {}, {"a": 0, "b": 9})
+
+
+def test_java_hash_codes() -> None:
+    assert task_hash(t("0_0")) == 29791  # Objects.hash(0, 0, null)
+    assert task_hash(t("0_31")) == task_hash(t("1_0"))  # a real collision in Java
+    assert process_hash(ProcessId.for_int(1)) == 1
+    assert process_hash(ProcessId.for_int(1 << 32)) == 1
+
+
+def test_hash_set_iterates_by_bucket_then_insertion() -> None:
+    # With 16 buckets, 0_0 (hash 29791 -> bucket 15) comes after 0_1 (29822 -> bucket 14).
+    assert java_hash_set_order([t("0_0"), t("0_1")]) == [t("0_1"), t("0_0")]
+    twins = JavaHashSet(task_hash, [t("1_0"), t("0_31")])
+    assert list(twins) == [t("1_0"), t("0_31")]  # same bucket: insertion order
+
+
+tasks_strategy = st.lists(
+    st.builds(TaskId, st.integers(0, 5), st.integers(0, 40)), unique=True, max_size=60
+)
+
+
+@given(
+    stateful=tasks_strategy,
+    n_consumers=st.integers(1, 8),
+    data=st.data(),
+)
+def test_balanced_and_complete(
+    stateful: list[TaskId], n_consumers: int, data: st.DataObject
+) -> None:
+    consumers = [f"c{i}" for i in range(n_consumers)]
+    split = data.draw(st.integers(0, len(stateful)))
+    actives, standbys = stateful[:split], stateful[split:]
+    stateless = [TaskId(9, p) for p in range(data.draw(st.integers(0, 20)))]
+    prev = {
+        c: tuple(data.draw(st.lists(st.sampled_from(stateful), unique=True, max_size=10)))
+        if stateful
+        else ()
+        for c in consumers
+    }
+    result = distribute_tasks(consumers, actives, standbys, stateless, prev)
+    given_active = [x for c in consumers for x in result.active[c]]
+    given_standby = [x for c in consumers for x in result.standby[c]]
+    assert sorted(given_active) == sorted(actives + stateless)
+    assert sorted(given_standby) == sorted(standbys)
+    loads = [len(result.active[c]) + len(result.standby[c]) for c in consumers]
+    assert max(loads) - min(loads) <= 1
+
+
+def test_single_thread_client_shortcut_gives_what_the_full_passes_give() -> None:
+    from dataclasses import dataclass as _dataclass
+
+    from assignor.placement.threads import distribute_client_tasks
+
+    @_dataclass
+    class OneThread:
+        consumers: tuple[str, ...]
+        stateful_active: frozenset[TaskId]
+        stateless_active: frozenset[TaskId]
+        standby: frozenset[TaskId]
+
+        def prev_tasks_by_lag(self, consumer: str) -> tuple[TaskId, ...]:
+            return (TaskId(0, 3), TaskId(0, 1))
+
+    client = OneThread(
+        ("only",),
+        frozenset(TaskId(0, p) for p in range(6)),
+        frozenset(TaskId(2, p) for p in range(3)),
+        frozenset(TaskId(1, p) for p in range(4)),
+    )
+    fast = distribute_client_tasks(client)
+    full = distribute_tasks(
+        ["only"],
+        client.stateful_active,
+        client.standby,
+        client.stateless_active,
+        {"only": client.prev_tasks_by_lag("only")},
+    )
+    assert sorted(fast.active["only"]) == sorted(full.active["only"])
+    assert sorted(fast.standby["only"]) == sorted(full.standby["only"])
+    assert len(fast.active["only"]) == 9 and len(fast.standby["only"]) == 4
