@@ -9,7 +9,7 @@ replica, to the least-loaded clients without the task.
 
 Kafka walks ``HashMap``/``HashSet`` orders here (previous owners, unassigned tasks, candidate
 clients), and those orders decide ties. We replay them with
-:mod:`assignor.placement._java.java_hash`,
+:mod:`assignor._java.java_hash`,
 assuming Kafka's sets of all tasks and of stateful tasks were filled in task order and the
 client map in the order given (which only matters for keys whose hashes share a bucket). Under
 those assumptions the result equals Java's; the conformance tests also check the invariants
@@ -24,7 +24,7 @@ import logging
 from collections.abc import Collection, Iterable, Mapping
 
 from assignor.config import AssignorConfig
-from assignor.placement._java.java_hash import (
+from assignor._java.java_hash import (
     JavaHashSet,
     buckets_stay_small,
     copy_capacity,

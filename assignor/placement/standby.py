@@ -19,7 +19,7 @@ import bisect
 import logging
 from collections.abc import Mapping
 
-from assignor.placement._java.priority_set import hash_iteration_order, spread, task_id_hash
+from assignor._java.priority_set import hash_iteration_order, spread, task_id_hash
 from assignor.placement.workspace import Workspace
 
 log = logging.getLogger(__name__)

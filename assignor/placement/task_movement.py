@@ -9,14 +9,14 @@ out per rebalance, shared by both kinds of movement.
 
 Kafka keeps the candidate clients in a priority queue whose weights change while clients sit in
 it, so its picks depend on the queue's array layout;
-:mod:`assignor.placement._java.priority_set` reproduces that.
+:mod:`assignor._java.priority_set` reproduces that.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from assignor.placement._java.priority_set import (
+from assignor._java.priority_set import (
     ConstrainedPrioritySet,
     JavaHeap,
     spread,

@@ -9,7 +9,7 @@ previous owner still at the floor, then to the threads at the floor in order.
 
 That last hand-out walks Java's ``PriorityQueue`` in its internal heap order, and the queue is
 built from a ``HashSet`` for actives. To give Kafka's exact answer we replay both structures
-(:mod:`assignor.placement._java.java_hash`); the conformance tests compare with the real Java
+(:mod:`assignor._java.java_hash`); the conformance tests compare with the real Java
 method.
 """
 
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Protocol
 
-from assignor.placement._java.java_hash import JavaHashSet, JavaPriorityQueue, task_hash
+from assignor._java.java_hash import JavaHashSet, JavaPriorityQueue, task_hash
 from protocol.ids import TaskId
 
 

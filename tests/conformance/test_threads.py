@@ -14,7 +14,7 @@ import random
 import uuid
 from typing import Any
 
-from assignor.placement._java.java_hash import JavaHashSet, JavaPriorityQueue, process_hash, task_hash
+from assignor._java.java_hash import JavaHashSet, JavaPriorityQueue, process_hash, task_hash
 from assignor.placement.lags import task_lag
 from assignor.placement.threads import distribute_tasks, prev_tasks_by_lag
 from protocol.ids import ProcessId, TaskId

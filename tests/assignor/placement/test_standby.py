@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from assignor.placement.client_state import ClientState
 from assignor.config import AssignorConfig
 from assignor.placement.high_availability import HighAvailabilityTaskAssignor
-from assignor.placement._java.priority_set import hash_iteration_order, spread, task_id_hash, uuid_hash
+from assignor._java.priority_set import hash_iteration_order, spread, task_id_hash, uuid_hash
 from assignor.placement.standby import (
     assign_standbys_default,
     assign_standbys_tag_aware,

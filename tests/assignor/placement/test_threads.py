@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from assignor.placement._java.java_hash import JavaHashSet, process_hash, task_hash
+from assignor._java.java_hash import JavaHashSet, process_hash, task_hash
 from assignor.placement.threads import (
     TaskAssignmentError,
     assign_tasks_to_threads,

@@ -20,7 +20,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Final
 
-from assignor.placement._java.java_hash import process_hash, task_hash
+from assignor._java.java_hash import process_hash, task_hash
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +29,7 @@ _TREEIFY_THRESHOLD: Final = 8
 _MIN_TREEIFY_CAPACITY: Final = 64
 
 
-#: Java's hash codes live in ``assignor.placement._java.java_hash``; these names are kept
+#: Java's hash codes live in ``assignor._java.java_hash``; these names are kept
 #: for this module's users.
 uuid_hash = process_hash
 task_id_hash = task_hash
