@@ -23,7 +23,6 @@ import heapq
 import logging
 from collections.abc import Collection, Iterable, Mapping
 
-from assignor.config import AssignorConfig
 from assignor._java.java_hash import (
     JavaHashSet,
     buckets_stay_small,
@@ -34,6 +33,7 @@ from assignor._java.java_hash import (
     spread_hash,
     task_hash,
 )
+from assignor.config import AssignorConfig
 from assignor.placement.client_state import ClientState, task_key
 from assignor.placement.task_assignor import TaskAssignment
 from protocol.ids import ProcessId, TaskId
