@@ -19,24 +19,17 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
+from operator import attrgetter
 from typing import Protocol
 
 from assignor._java.java_hash import JavaHashSet, JavaPriorityQueue, task_hash
-from protocol.ids import TaskId
+from protocol.ids import TaskId, java_string_key
+
+_SORT_KEY = attrgetter("sort_key")  # Kafka's TaskId.compareTo
 
 
 class TaskAssignmentError(RuntimeError):
     """Kafka's ``TaskAssignmentException``: the inputs cannot be spread as the rules demand."""
-
-
-def java_string_key(text: str) -> bytes:
-    """Sort key equal to Java's ``String.compareTo`` (UTF-16 code units, not code points)."""
-    return text.encode("utf-16-be")
-
-
-def _java_task_key(task: TaskId) -> tuple[bytes, int, int]:
-    name = task.topology
-    return (b"" if name is None else java_string_key(name), task.subtopology, task.partition)
 
 
 def _check_comparable(tasks: Iterable[TaskId]) -> None:
@@ -108,7 +101,7 @@ def assign_tasks_to_threads(
     tasks that are stateful now. ``thread_load`` is not modified.
     """
     _check_comparable(tasks)
-    ordered = sorted(set(tasks), key=_java_task_key)
+    ordered = sorted(set(tasks), key=_SORT_KEY)
     return _assign_pass(
         ordered, lambda: tasks, is_stateful, consumers, prev_tasks_by_lag, thread_load
     )
@@ -199,16 +192,7 @@ def java_hash_set_order(tasks: Iterable[TaskId]) -> list[TaskId]:
     sorted set): what Kafka hands the active passes."""
     tasks = list(tasks)
     _check_comparable(tasks)
-    return list(JavaHashSet(task_hash, sorted(tasks, key=_java_task_key)))
-
-
-def prev_tasks_by_lag(
-    previous: Iterable[TaskId], lags: Mapping[TaskId, int]
-) -> tuple[TaskId, ...]:
-    """A consumer's previous tasks that are stateful now, least lag first, then task order."""
-    known = [t for t in previous if t in lags]
-    known.sort(key=lambda t: (lags[t], _java_task_key(t)))
-    return tuple(known)
+    return list(JavaHashSet(task_hash, sorted(tasks, key=_SORT_KEY)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,7 +223,7 @@ def distribute_tasks(
         (standby, True, False),
         (stateless_active, False, True),
     ):
-        ordered = sorted(set(tasks), key=_java_task_key)
+        ordered = sorted(set(tasks), key=_SORT_KEY)
         _check_comparable(ordered)
         # A HashSet filled in task order, or the sorted set itself (already a valid heap).
         java_order = partial(_hash_set_of_sorted, ordered) if hashed else partial(iter, ordered)
@@ -273,10 +257,10 @@ def distribute_client_tasks(client: AssignedClient) -> ThreadAssignment:
         # One thread takes everything, whatever the order Kafka would hand it out in; this
         # skips the per-task bookkeeping that dominates single-threaded clients at scale.
         (only,) = set(consumers)
-        active = sorted(client.stateful_active, key=_java_task_key)
-        active += sorted(client.stateless_active, key=_java_task_key)
+        active = sorted(client.stateful_active, key=_SORT_KEY)
+        active += sorted(client.stateless_active, key=_SORT_KEY)
         return ThreadAssignment(
-            active={only: active}, standby={only: sorted(client.standby, key=_java_task_key)}
+            active={only: active}, standby={only: sorted(client.standby, key=_SORT_KEY)}
         )
     prev_by_lag = {c: client.prev_tasks_by_lag(c) for c in consumers}
     return distribute_tasks(
@@ -292,5 +276,4 @@ __all__ = [
     "distribute_client_tasks",
     "distribute_tasks",
     "java_hash_set_order",
-    "prev_tasks_by_lag",
 ]

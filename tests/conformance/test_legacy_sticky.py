@@ -17,8 +17,8 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from assignor.placement.client_state import ClientState
 from assignor.config import AssignorConfig
+from assignor.placement.client_state import ClientState
 from assignor.placement.fallback_prior import FallbackPriorTaskAssignor
 from assignor.placement.legacy_sticky import LegacyStickyTaskAssignor
 from protocol.ids import ProcessId, TaskId

@@ -15,8 +15,9 @@ import uuid
 from typing import Any
 
 from assignor._java.java_hash import JavaHashSet, JavaPriorityQueue, process_hash, task_hash
+from assignor.placement.client_state import prev_tasks_by_lag
 from assignor.placement.lags import task_lag
-from assignor.placement.threads import distribute_tasks, prev_tasks_by_lag
+from assignor.placement.threads import distribute_tasks
 from protocol.ids import ProcessId, TaskId
 from protocol.messages import LATEST_OFFSET, UNKNOWN_OFFSET_SUM
 from tests.support.jvm import HarnessError, JavaHarness

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from assignor.cli.main import main
 from assignor.cli.group_input import GroupInputError, read_group, read_group_json
+from assignor.cli.main import main
 from assignor.leader.pipeline import assign_group
 from protocol.codec import Codec
 from protocol.ids import TaskId

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from assignor.placement.client_state import ClientState
 from assignor.config import AssignorConfig
+from assignor.placement.client_state import ClientState
 from assignor.placement.fallback_prior import FallbackPriorTaskAssignor
 from assignor.placement.legacy_sticky import LegacyStickyTaskAssignor
 from protocol.ids import ProcessId, TaskId

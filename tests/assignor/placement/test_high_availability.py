@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assignor.placement.client_state import ClientState, ConsumerReport, build_client_state
 from assignor.config import AssignorConfig
+from assignor.placement.client_state import ClientState, ConsumerReport, build_client_state
 from assignor.placement.high_availability import HighAvailabilityTaskAssignor
 from assignor.placement.lags import LONG_MAX
 from assignor.placement.task_assignor import TaskAssignment

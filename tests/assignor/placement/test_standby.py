@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from assignor.placement.client_state import ClientState
-from assignor.config import AssignorConfig
-from assignor.placement.high_availability import HighAvailabilityTaskAssignor
 from assignor._java.priority_set import hash_iteration_order, spread, task_id_hash, uuid_hash
+from assignor.config import AssignorConfig
+from assignor.placement.client_state import ClientState
+from assignor.placement.high_availability import HighAvailabilityTaskAssignor
 from assignor.placement.standby import (
     assign_standbys_default,
     assign_standbys_tag_aware,
