@@ -14,6 +14,8 @@ from typing import Annotated, Any, Final, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from protocol.ids import INT32_MAX, INT64_MAX
+
 #: ``StreamsConfig.MAX_RACK_AWARE_ASSIGNMENT_TAG_LIST_SIZE`` and the tag length limits.
 MAX_RACK_AWARE_TAGS: Final = 5
 MAX_TAG_KEY_LENGTH: Final = 20
@@ -21,8 +23,6 @@ MAX_TAG_VALUE_LENGTH: Final = 30
 #: Kafka's prefix for a member's own tags: ``client.tag.zone=eu-1a``.
 CLIENT_TAG_PREFIX: Final = "client.tag."
 
-_LONG_MAX = 2**63 - 1
-_INT_MAX = 2**31 - 1
 
 TaskAssignorName = Literal["high_availability", "legacy_sticky", "fallback_prior"]
 _JAVA_ASSIGNOR_NAMES: Final[Mapping[str, TaskAssignorName]] = {
@@ -38,16 +38,16 @@ class AssignorConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
-    num_standby_replicas: Annotated[int, Field(ge=0, le=_INT_MAX)] = Field(
+    num_standby_replicas: Annotated[int, Field(ge=0, le=INT32_MAX)] = Field(
         default=0, alias="num.standby.replicas"
     )
-    acceptable_recovery_lag: Annotated[int, Field(ge=0, le=_LONG_MAX)] = Field(
+    acceptable_recovery_lag: Annotated[int, Field(ge=0, le=INT64_MAX)] = Field(
         default=10_000, alias="acceptable.recovery.lag"
     )
-    max_warmup_replicas: Annotated[int, Field(ge=1, le=_INT_MAX)] = Field(
+    max_warmup_replicas: Annotated[int, Field(ge=1, le=INT32_MAX)] = Field(
         default=2, alias="max.warmup.replicas"
     )
-    probing_rebalance_interval_ms: Annotated[int, Field(ge=60_000, le=_LONG_MAX)] = Field(
+    probing_rebalance_interval_ms: Annotated[int, Field(ge=60_000, le=INT64_MAX)] = Field(
         default=600_000, alias="probing.rebalance.interval.ms"
     )
     rack_aware_assignment_tags: tuple[str, ...] = Field(

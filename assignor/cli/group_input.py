@@ -44,7 +44,7 @@ from assignor.topology.data_form import topology_from_data
 from assignor.topology.model import Topology, TopologyError
 from protocol.codec import DEFAULT_CODEC, LATEST_VERSION, SUPPORTED_VERSIONS, Codec
 from protocol.errors import AssignorError, ProtocolError
-from protocol.ids import HostInfo, ProcessId, TaskId, TopicPartition
+from protocol.ids import INT32_MAX, INT64_MAX, HostInfo, ProcessId, TaskId, TopicPartition
 from protocol.messages import SubscriptionInfo
 
 _TOP_KEYS = frozenset(
@@ -74,7 +74,6 @@ _SUBSCRIPTION_KEYS = frozenset(
         "unique_field",
     }
 )
-_INT64_MAX = 2**63 - 1
 
 
 class GroupInputError(ValueError):
@@ -117,7 +116,7 @@ def read_group(data: Any) -> GroupDescription:
     counts = _partition_counts(top["partition_counts"])
     end_offsets = _end_offsets(top.get("changelog_end_offsets"))
     config = _config(top.get("config", {}))
-    now_ms = _integer(top.get("now_ms", 0), "now_ms", 0, _INT64_MAX)
+    now_ms = _integer(top.get("now_ms", 0), "now_ms", 0, INT64_MAX)
     leader_version = _integer(
         top.get("leader_version", LATEST_VERSION), "leader_version", 1, LATEST_VERSION
     )
@@ -142,7 +141,7 @@ def _partition_counts(raw: Any) -> dict[str, int]:
     for topic, count in counts.items():
         where = f"partition_counts[{topic!r}]"
         _topic_name(topic, where)
-        result[topic] = _integer(count, where, 1, 2**31 - 1)
+        result[topic] = _integer(count, where, 1, INT32_MAX)
     return result
 
 
@@ -160,16 +159,16 @@ def _end_offsets(raw: Any) -> dict[TopicPartition, int] | None:
                 inner = f"{where}[{partition!r}]"
                 if not isinstance(partition, str) or not partition.isdigit():
                     raise GroupInputError(inner, "a partition number must be a decimal string")
-                number = _integer(int(partition), inner, 0, 2**31 - 1)
-                result[TopicPartition(key, number)] = _integer(offset, inner, 0, _INT64_MAX)
+                number = _integer(int(partition), inner, 0, INT32_MAX)
+                result[TopicPartition(key, number)] = _integer(offset, inner, 0, INT64_MAX)
             continue
         topic, sep, partition = key.rpartition("-")
         if not sep or not topic or not partition.isdigit():
             raise GroupInputError(
                 where, "key must be '<topic>-<partition>' or a topic mapping to {partition: offset}"
             )
-        tp = TopicPartition(topic, _integer(int(partition), where, 0, 2**31 - 1))
-        result[tp] = _integer(value, where, 0, _INT64_MAX)
+        tp = TopicPartition(topic, _integer(int(partition), where, 0, INT32_MAX))
+        result[tp] = _integer(value, where, 0, INT64_MAX)
     return result
 
 
@@ -245,7 +244,7 @@ def _subscription(raw: Any, where: str) -> SubscriptionInfo:
             task_id = TaskId.parse(task)
         except ValueError as exc:
             raise GroupInputError(at, str(exc)) from exc
-        sums[task_id] = _integer(offset, at, -3, _INT64_MAX)
+        sums[task_id] = _integer(offset, at, -3, INT64_MAX)
     code = entry.get("error_code", 0)
     try:
         error = AssignorError[code] if isinstance(code, str) else AssignorError(code)
@@ -290,7 +289,7 @@ def _leader(raw: Any, members: Mapping[str, MemberSubscription]) -> ProcessId | 
 
 
 def _process_id(raw: Any, where: str) -> ProcessId:
-    if isinstance(raw, int) and not isinstance(raw, bool) and 0 <= raw <= _INT64_MAX:
+    if isinstance(raw, int) and not isinstance(raw, bool) and 0 <= raw <= INT64_MAX:
         return ProcessId.for_int(raw)
     if isinstance(raw, str):
         try:

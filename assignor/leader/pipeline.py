@@ -109,10 +109,6 @@ class LeaderResult:
     #: why a follow-up rebalance will happen, if one will
     followup: str = ""
 
-    @property
-    def active_tasks_by_member(self) -> dict[str, tuple[TaskId, ...]]:
-        return {m: tuple(dict.fromkeys(r.info.active_tasks)) for m, r in self.members.items()}
-
 
 # --- the composition -------------------------------------------------------------------------
 

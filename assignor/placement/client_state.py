@@ -88,10 +88,6 @@ class ClientState:
     def is_stateful(self, task: TaskId) -> bool:
         return task in self.task_lags
 
-    @property
-    def previous_assigned(self) -> frozenset[TaskId]:
-        return self.previous_active | self.previous_standby
-
     def prev_tasks_by_lag(self, consumer: str) -> tuple[TaskId, ...]:
         """A consumer's previous stateful tasks, least lag first (then task order).
 
@@ -234,7 +230,3 @@ def build_client_state(
         rack=rack,
     )
 
-
-def sorted_clients(clients: Mapping[ProcessId, ClientState]) -> list[ClientState]:
-    """Clients in Kafka's ``TreeMap<ProcessId, ...>`` order (signed UUID halves)."""
-    return [clients[pid] for pid in sorted(clients, key=lambda p: p.sort_key)]

@@ -12,11 +12,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Final
 
-from protocol.ids import TaskId
+from protocol.ids import INT64_MAX, TaskId
 from protocol.messages import LATEST_OFFSET, UNKNOWN_OFFSET_SUM
 
 #: Java's ``Long.MAX_VALUE``: an end-offset sum that overflowed saturates here.
-LONG_MAX: Final = 2**63 - 1
+#: Java's ``Long.MAX_VALUE``, where Kafka's lag arithmetic saturates.
+LONG_MAX: Final = INT64_MAX
 
 
 def end_offset_sum(end_offsets: Iterable[int]) -> int:

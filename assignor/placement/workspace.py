@@ -155,8 +155,6 @@ class Workspace:
         self.standby[client].remove(task)
         self._touch(client, -1)
 
-    def load(self, client: int) -> float:
-        return self.count[client] / self.capacity[client]
 
     def results(self) -> dict[ProcessId, ClientState]:
         tasks = self.tasks

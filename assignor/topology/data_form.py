@@ -36,6 +36,7 @@ from assignor.topology.model import (
     check_enforced_copartition,
     merge_copartition_groups,
 )
+from protocol.ids import INT32_MAX
 
 _TOP_KEYS = {"application_id", "subtopologies", "repartition_topics", "copartition_groups"}
 _SUB_KEYS = {"id", "source_topics", "sink_topics", "changelog_topics", "stores", "nodes"}
@@ -106,7 +107,7 @@ def topology_from_data(data: Any) -> Topology:
 def _read_subtopology(raw: Any, where: str) -> Subtopology:
     entry = _mapping(raw, where, _SUB_KEYS)
     sub_id = entry.get("id")
-    if not isinstance(sub_id, int) or isinstance(sub_id, bool) or not 0 <= sub_id < 2**31:
+    if not isinstance(sub_id, int) or isinstance(sub_id, bool) or not 0 <= sub_id <= INT32_MAX:
         raise TopologyError(f"{where}.id: must be an integer from 0 to 2^31-1, not {sub_id!r}")
     sources = _names(entry.get("source_topics"), f"{where}.source_topics")
     if not sources:
@@ -155,7 +156,7 @@ def _read_repartition(raw: Any, subs: Sequence[Subtopology]) -> dict[str, int | 
         if not isinstance(topic, str) or not topic:
             raise TopologyError(f"{where}: topic name must be a non-empty string")
         if count is not None and (
-            not isinstance(count, int) or isinstance(count, bool) or not 1 <= count < 2**31
+            not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= INT32_MAX
         ):
             raise TopologyError(f"{where}: count must be null or a positive integer", topic)
         if topic not in read or topic not in written:
