@@ -365,7 +365,7 @@ def run_task_assignor(
     layout: TaskLayout,
     config: AssignorConfig,
 ) -> TaskAssignment:
-    return task_assignor(name).assign(clients, tuple(layout.tasks), layout.stateful, config)
+    return task_assignor(name).place_tasks(clients, tuple(layout.tasks), layout.stateful, config)
 
 
 # --- steps 6 and 7 ---------------------------------------------------------------------------

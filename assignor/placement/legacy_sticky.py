@@ -352,7 +352,7 @@ class LegacyStickyTaskAssignor:
     def __init__(self, must_preserve_active: bool = False) -> None:
         self.must_preserve_active = must_preserve_active
 
-    def assign(
+    def place_tasks(
         self,
         clients: Mapping[ProcessId, ClientState],
         all_tasks: Collection[TaskId],

@@ -167,7 +167,7 @@ def main() -> None:
                     tasks: list[TaskId] = tasks,
                     config: AssignorConfig = config,
                 ) -> TaskAssignment:
-                    return assignor.assign(clients, tasks, tasks, config)
+                    return assignor.place_tasks(clients, tasks, tasks, config)
 
                 result = run()
                 python_ms = _median_ms(run, 3)

@@ -56,7 +56,7 @@ def run(
         )
         for c in clients
     }
-    return LegacyStickyTaskAssignor(preserve).assign(states, all_tasks, stateful_tasks, config)
+    return LegacyStickyTaskAssignor(preserve).place_tasks(states, all_tasks, stateful_tasks, config)
 
 
 def actives(result: TaskAssignment, n: int) -> set[str]:

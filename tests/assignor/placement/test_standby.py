@@ -116,7 +116,7 @@ def test_every_task_gets_its_replicas_when_clients_suffice(
     clients = {
         p: ClientState(p, 1, task_lags=lags, client_tags=c.client_tags) for p, c in clients.items()
     }
-    result = HighAvailabilityTaskAssignor().assign(clients, tasks, tasks, config)
+    result = HighAvailabilityTaskAssignor().place_tasks(clients, tasks, tasks, config)
     for task in tasks:
         holders = [p for p, c in result.clients.items() if task in c.standby]
         assert len(holders) == min(replicas, n_clients - 1)
