@@ -20,6 +20,7 @@ executors and users of the pure core stay light.
 from __future__ import annotations
 
 from importlib import import_module
+from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
 from assignor.config import AssignorConfig
@@ -76,6 +77,11 @@ def __dir__() -> list[str]:
     return sorted(__all__)
 
 
+try:
+    __version__ = version("streams-assignor")
+except PackageNotFoundError:  # pragma: no cover - run from a source tree that was never installed
+    __version__ = "0+unknown"
+
 __all__ = [
     "AssignorConfig",
     "ClientState",
@@ -102,6 +108,7 @@ __all__ = [
     "Topology",
     "TopologyBuilder",
     "TopologyError",
+    "__version__",
     "assign_group",
     "assign_tasks_to_threads",
     "build_client_state",

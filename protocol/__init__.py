@@ -12,6 +12,8 @@ project's; the assignor and the simulator build on it.
   :class:`AssignorError` (Kafka's assignment error codes).
 """
 
+from importlib.metadata import PackageNotFoundError, version
+
 from protocol.codec import (
     LATEST_VERSION,
     SUPPORTED_VERSIONS,
@@ -33,6 +35,11 @@ from protocol.messages import (
     VersionHeader,
 )
 
+try:
+    __version__ = version("streams-assignor")
+except PackageNotFoundError:  # pragma: no cover - run from a source tree that was never installed
+    __version__ = "0+unknown"
+
 __all__ = [
     "LATEST_OFFSET",
     "LATEST_VERSION",
@@ -49,6 +56,7 @@ __all__ = [
     "TaskId",
     "TopicPartition",
     "VersionHeader",
+    "__version__",
     "decode",
     "decode_assignment",
     "decode_subscription",

@@ -72,3 +72,12 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
 
     with pytest.raises(AttributeError, match="no attribute 'StreamProcess'"):
         _ = assignor.StreamProcess  # type: ignore[attr-defined]
+
+
+def test_packages_carry_the_distribution_version() -> None:
+    from importlib.metadata import version
+
+    import assignor
+    import protocol
+
+    assert assignor.__version__ == protocol.__version__ == version("streams-assignor")
