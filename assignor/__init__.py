@@ -23,7 +23,7 @@ from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
-from assignor.config import AssignorConfig
+from assignor.config import AssignorConfig, UnknownConfigError
 from assignor.leader.explain import Placement, explain
 from assignor.leader.pipeline import (
     GroupInput,
@@ -108,6 +108,7 @@ __all__ = [
     "Topology",
     "TopologyBuilder",
     "TopologyError",
+    "UnknownConfigError",
     "__version__",
     "assign_group",
     "assign_tasks_to_threads",

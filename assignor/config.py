@@ -25,6 +25,14 @@ MAX_TAG_VALUE_LENGTH: Final = 30
 CLIENT_TAG_PREFIX: Final = "client.tag."
 
 
+class UnknownConfigError(ValueError):
+    """A config name this library does not know; ``name`` is the offending key."""
+
+    def __init__(self, name: str, message: str) -> None:
+        super().__init__(message)
+        self.name = name
+
+
 TaskAssignorName = Literal["high_availability", "legacy_sticky", "fallback_prior"]
 _JAVA_ASSIGNOR_NAMES: Final[Mapping[str, TaskAssignorName]] = {
     "HighAvailabilityTaskAssignor": "high_availability",
@@ -86,7 +94,8 @@ class AssignorConfig(BaseModel):
             close = get_close_matches(key, sorted(known), n=1, cutoff=0.6)
             hint = f"; did you mean {close[0]!r}?" if close else "."
             kafka_names = ", ".join(sorted(n for n in known if "." in n))
-            raise ValueError(
+            raise UnknownConfigError(
+                key,
                 f"unknown config {key!r}{hint} Valid names: {kafka_names}, and "
                 f"{CLIENT_TAG_PREFIX}<key> for this member's tags"
             )

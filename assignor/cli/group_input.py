@@ -38,7 +38,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from assignor.config import AssignorConfig
+from assignor.config import AssignorConfig, UnknownConfigError
 from assignor.leader.pipeline import GroupInput, MemberSubscription
 from assignor.topology.data_form import topology_from_data
 from assignor.topology.model import Topology, TopologyError
@@ -178,7 +178,11 @@ def _config(raw: Any) -> AssignorConfig:
         return AssignorConfig.model_validate(dict(entries))
     except ValidationError as exc:
         first = exc.errors()[0]
-        location = ".".join(str(part) for part in first["loc"])
+        cause = first.get("ctx", {}).get("error")
+        if isinstance(cause, UnknownConfigError):
+            location = cause.name
+        else:
+            location = ".".join(str(part) for part in first["loc"])
         raise GroupInputError(f"config[{location!r}]", first["msg"]) from exc
 
 
