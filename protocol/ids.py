@@ -61,9 +61,14 @@ class TopicPartition(BaseModel):
         return hash((self.topic, self.partition))
 
     def __eq__(self, other: object) -> bool:
-        if not isinstance(other, TopicPartition):
-            return NotImplemented
-        return self.topic == other.topic and self.partition == other.partition
+        if isinstance(other, TopicPartition):
+            return self.topic == other.topic and self.partition == other.partition
+        if type(other) is not tuple and isinstance(other, tuple) and len(other) == 2:
+            # aiokafka's (and kafka-python's) TopicPartition is a (topic, partition) named tuple
+            # with the same hash as ours; comparing equal too makes either kind find the other
+            # in a dict or set, so a user never has to convert.
+            return bool(self.topic == other[0] and self.partition == other[1])
+        return NotImplemented
 
     def __lt__(self, other: TopicPartition) -> bool:
         return (self.topic, self.partition) < (other.topic, other.partition)

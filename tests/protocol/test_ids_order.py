@@ -165,3 +165,14 @@ def test_trusted_constructors_build_what_validation_builds() -> None:
     assert trusted_task_id(1, 2).model_dump() == TaskId(1, 2).model_dump()
     assert hash(trusted_topic_partition("a", 3)) == hash(TopicPartition("a", 3))
     assert trusted_topic_partition("a", 3).model_fields_set == {"topic", "partition"}
+
+
+def test_topic_partition_interoperates_with_aiokafkas() -> None:
+    from aiokafka.structs import TopicPartition as AiokafkaTopicPartition
+
+    ours, theirs = TopicPartition("orders", 3), AiokafkaTopicPartition("orders", 3)
+    assert ours == theirs and theirs == ours
+    assert {ours: "found"}[theirs] == "found"
+    assert {theirs: "found"}[ours] == "found"
+    assert ours != AiokafkaTopicPartition("orders", 4)
+    assert ours != ("orders", 3), "a plain tuple is not a partition"
