@@ -9,6 +9,8 @@ releases. Three ways in:
   repartition and changelog topics a :class:`Topology` needs;
 - the leader's decision as a pure function: :func:`assign_group` over a :class:`GroupInput`, and
   :func:`explain` for why each task went where it went;
+- a process's local state on disk, in Kafka's layout: :class:`StateDirectory` (its
+  ``offset_sums`` is the ``state()`` provider :class:`StreamsProcess` asks for);
 - the pieces: topology (:class:`TopologyBuilder`), repartition sizing
   (:func:`size_internal_topics`), tasks (:func:`plan_tasks`), the task assignors behind
   :class:`TaskAssignor`, and :func:`assign_tasks_to_threads`.
@@ -23,6 +25,7 @@ from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
+from assignor.adapter.state_directory import StateDirectory, StateDirectoryError
 from assignor.config import AssignorConfig, UnknownConfigError
 from assignor.leader.explain import Placement, explain
 from assignor.leader.pipeline import (
@@ -97,6 +100,8 @@ __all__ = [
     "MemberSubscription",
     "Placement",
     "RejoinUnsupportedError",
+    "StateDirectory",
+    "StateDirectoryError",
     "StreamsPartitionAssignor",
     "StreamsProcess",
     "Subtopology",
