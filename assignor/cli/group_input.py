@@ -41,7 +41,9 @@ from pydantic import ValidationError
 from assignor.config import AssignorConfig, UnknownConfigError
 from assignor.leader.pipeline import GroupInput, MemberSubscription
 from assignor.topology.data_form import topology_from_data
+from assignor.topology.internal_topics import InternalTopics, size_internal_topics
 from assignor.topology.model import Topology, TopologyError
+from assignor.topology.tasks import plan_tasks
 from protocol.codec import DEFAULT_CODEC, LATEST_VERSION, SUPPORTED_VERSIONS, Codec
 from protocol.errors import AssignorError, ProtocolError
 from protocol.ids import INT32_MAX, INT64_MAX, HostInfo, ProcessId, TaskId, TopicPartition
@@ -130,6 +132,31 @@ def read_group(data: Any) -> GroupDescription:
         leader_process_id=leader,
     )
     return GroupDescription(topology, config, group, Codec(leader_version))
+
+
+def unknown_reported_tasks(description: GroupDescription) -> dict[str, list[TaskId]]:
+    """Per member, the tasks it reports offset sums for that the topology does not have.
+
+    The leader ignores such sums (as Kafka does), which is right for state left over from an
+    older topology but usually a mistake in a hand-written file; the command line warns.
+    Members whose user data does not decode, and topologies that cannot be sized, are left to
+    the leader, which reports them properly.
+    """
+    sized = size_internal_topics(description.topology, description.group.partition_counts)
+    if not isinstance(sized, InternalTopics):
+        return {}
+    known = set(plan_tasks(description.topology, sized.source_partitions).tasks)
+    found: dict[str, list[TaskId]] = {}
+    for member_id, member in sorted(description.group.members.items()):
+        try:
+            decoded = description.codec.decode_subscription(member.user_data)
+        except ProtocolError:
+            continue
+        if isinstance(decoded, SubscriptionInfo):
+            unknown = [t for t in decoded.task_offset_sums if t not in known]
+            if unknown:
+                found[member_id] = sorted(unknown, key=str)
+    return found
 
 
 # --- pieces ----------------------------------------------------------------------------------
