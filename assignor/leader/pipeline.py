@@ -14,7 +14,8 @@
 Nothing here raises for a problem of the group: a member whose bytes cannot be read, or that
 ``assignor.leader.guard`` refuses (a clone of another instance's process id, a version liar),
 gets an error assignment of its own; missing topics, a shutdown request or a failing task
-assignor become an error assignment for every member. Everything is logged with the member or topic it concerns.
+assignor become an error assignment for every member. Everything is logged with the member or
+topic it concerns.
 """
 
 from __future__ import annotations
