@@ -94,6 +94,9 @@ def screen_members(
             "conflict ends: %s",
             "; ".join(f"{m}: {clones[m]}" for m in new_clones),
         )
+    # one warning per lying process, not per consumer: its threads are flagged one by one
+    known = {subscriptions[m].process_id for m in memory.version_liars if m in subscriptions}
+    newly_lying = [m for m in newly_lying if subscriptions[m].process_id not in known]
     if newly_lying:
         log.warning(
             "refusing member(s) that keep sending an older subscription version than they "
