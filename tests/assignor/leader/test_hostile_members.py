@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from assignor.config import AssignorConfig
 from assignor.leader.pipeline import LeaderResult, assign_group
@@ -25,7 +27,8 @@ from protocol.messages import AssignmentInfo
 from tests.assignor.leader.pipeline_support import check_served, group, shop, subscription
 
 CONFIG = AssignorConfig()
-H1, H2, H3, CLONE = (HostInfo(f"app-{n}", 9000 + n) for n in (1, 2, 3, 4))
+H1, H2, H3 = (HostInfo(f"app-{n}", 9000 + n) for n in (1, 2, 3))
+CLONE = HostInfo("clone", 9999)  # no honest process announces it
 GUARD_LOGGER = "assignor.leader.guard"
 
 
@@ -155,7 +158,7 @@ def test_a_process_id_clone_is_refused_and_the_group_is_stable_at_once(
     # logged once, naming the member and both endpoints, not once per generation
     warnings = guard_warnings(caplog)
     assert len(warnings) == 1, warnings
-    assert "z-clone" in warnings[0] and "app-4:9004" in warnings[0]
+    assert "z-clone" in warnings[0] and "clone:9999" in warnings[0]
 
 
 def test_the_endpoint_served_before_keeps_its_process_id_when_a_clone_arrives() -> None:
@@ -243,3 +246,59 @@ def test_an_honest_rolling_upgrade_is_never_refused(lost: bool) -> None:
     result = generation(result.memory)
     assert not result.refused
     assert result.used_version == 3 and not result.memory.upgrade_told
+
+
+# --- any group, one hostile member ------------------------------------------------------------
+
+
+@st.composite
+def groups_with_one_liar(draw: st.DrawFn) -> tuple[dict[str, Member], str, str]:
+    """1-4 honest processes of 1-3 consumers (endpoint or none), member ids in random order, and
+    one hostile consumer: a clone of one of them with another endpoint, or a version liar."""
+    processes = draw(st.integers(1, 4))
+    names = draw(st.permutations([f"m{i:02d}" for i in range(16)]))
+    members: dict[str, Member] = {}
+    for p in range(1, processes + 1):
+        endpoint = draw(st.sampled_from([None, HostInfo(f"app-{p}", 9000 + p)]))
+        for _ in range(draw(st.integers(1, 3))):
+            members[names[len(members)]] = Member(p, endpoint)
+    hostile = names[len(members)]
+    kind = draw(st.sampled_from(["clone", "liar"]))
+    if kind == "clone":
+        victim = members[draw(st.sampled_from(sorted(members)))]
+        other = draw(st.sampled_from([None, CLONE]).filter(lambda e: e != victim.endpoint))
+        members[hostile] = Member(victim.pid, other)
+    else:
+        stuck = draw(st.integers(1, 2))
+        members[hostile] = Member(processes + 1, draw(st.sampled_from([None, H3])), stuck_at=stuck)
+    return members, hostile, kind
+
+
+@given(groups_with_one_liar())
+@settings(suppress_health_check=[HealthCheck.too_slow])
+def test_any_group_with_one_hostile_member_settles_within_three_generations(
+    case: tuple[dict[str, Member], str, str],
+) -> None:
+    members, hostile, kind = case
+    played = play(members, 5)
+    stable = first_stable(played)
+    assert stable <= (0 if kind == "clone" else 2), [g.rejoining for g in played]
+    last = played[-1]
+    refused = set(last.result.refused)
+    if kind == "liar":
+        assert refused == {hostile}
+    else:  # one side of the conflict: the clone, or (no memory yet, smaller ids) the original
+        victims = {m for m, v in members.items() if v.pid == members[hostile].pid}
+        clone_side = {m for m in victims if members[m].endpoint == members[hostile].endpoint}
+        assert refused in (clone_side, victims - clone_side), (refused, clone_side)
+    served = {m: v for m, v in members.items() if m not in refused}
+    check_served(
+        dataclasses.replace(last.result, members={m: last.result.members[m] for m in served}),
+        process_of={m: ProcessId.for_int(v.pid) for m, v in served.items()},
+        builds={m: v.build for m, v in served.items()},
+        used={m: v.sent_version() for m, v in served.items()},
+        endpoints={m: v.endpoint for m, v in served.items()},
+    )
+    for member_id in refused:
+        assert not last.result.members[member_id].partitions
+        assert last.decisions[member_id].assignment.error is AssignorError.ASSIGNMENT_ERROR
