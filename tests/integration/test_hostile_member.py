@@ -145,7 +145,7 @@ async def test_one_hostile_process_among_three_does_not_stop_the_group_settling(
 
     infos = _infos(everyone)
     actives: Counter[str] = Counter()
-    for (name, index), info in infos.items():
+    for (name, _), info in infos.items():
         if name == "hostile":
             assert info["error"] == "ASSIGNMENT_ERROR", info
             assert info["active"] == [] and info["standby"] == []
