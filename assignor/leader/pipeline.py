@@ -138,6 +138,9 @@ def assign_group(
     screening = screen_members(everyone.subscriptions, group.memory)
     decoded = without_refused(everyone, screening.refused, codec)
     result = _assign_decoded(topology, config, group, decoded, codec)
+    if screening.refused and not decoded.subscriptions and not decoded.rejected:
+        result = replace(result, detail="every member was refused (process-id clones or "
+                         "version liars; see the warnings of assignor.leader.guard)")
     return _answer_refused(result, screening, decoded, codec)
 
 

@@ -302,3 +302,13 @@ def test_any_group_with_one_hostile_member_settles_within_three_generations(
     for member_id in refused:
         assert not last.result.members[member_id].partitions
         assert last.decisions[member_id].assignment.error is AssignorError.ASSIGNMENT_ERROR
+
+
+def test_a_group_of_liars_only_is_told_so_and_is_stable() -> None:
+    members = {"p1": Member(1, H1, stuck_at=1), "p2": Member(2, H2, stuck_at=2)}
+    played = play(members, 5)
+    assert first_stable(played) == 2, [g.rejoining for g in played]
+    result = played[-1].result
+    assert set(result.refused) == {"p1", "p2"}
+    assert result.error is AssignorError.ASSIGNMENT_ERROR
+    assert "every member was refused" in result.detail
