@@ -13,6 +13,9 @@ What happens when:
 - ``metadata()`` encodes this consumer's ``SubscriptionInfo`` (offset sums of local state,
   endpoint, group instance id, which aiokafka would otherwise not pass to the leader);
 - ``assign()`` (leader only) runs :func:`assignor.leader.pipeline.assign_group` and never raises;
+  what the leader must remember between generations (``LeaderMemory``: process-id clones and
+  ignored upgrade instructions, see ``assignor.leader.guard``) lives on the process and is
+  replaced only when the leader's own assignment arrives, i.e. when the generation happened;
 - ``on_assignment()`` interprets the answer, updates the process's view of who runs what,
   schedules follow-up rebalances and tells the listeners.
 """
@@ -35,6 +38,7 @@ from aiokafka.coordinator.protocol import (
 
 from assignor.adapter.rejoin import FollowupScheduler, check_rejoin_supported, request_rejoin
 from assignor.config import AssignorConfig
+from assignor.leader.guard import LeaderMemory
 from assignor.leader.pipeline import GroupInput, LeaderResult, MemberSubscription, assign_group
 from assignor.member import MemberAssignment, interpret_assignment
 from assignor.topology.model import Topology
@@ -142,6 +146,8 @@ class StreamsProcess:
         self._listeners: list[AssignmentListener] = []
         self._shutdown_requested = False
         self.changelog_end_offsets: Mapping[TopicPartition, int] | None = None
+        #: what this process, as leader, noticed in the generations it led (see assign())
+        self.leader_memory = LeaderMemory()
         self.end_offsets_fetched_at_ms: int | None = None
         self._reader = end_offsets_reader
         self._max_age_ms = end_offsets_max_age_ms
@@ -357,6 +363,8 @@ class StreamsPartitionAssignor:
         self.last_info: AssignmentInfo | None = None
         self.last_leader: LeaderRecord | None = None
         self.last_followup_reason: str = ""
+        #: memory from this consumer's last assign(), kept once its own assignment arrives
+        self._pending_memory: LeaderMemory | None = None
 
     def bind(self, consumer: object) -> None:
         """Tell the assignor its consumer, so that follow-up rebalances can be triggered."""
@@ -374,6 +382,7 @@ class StreamsPartitionAssignor:
 
     def metadata(self, topics: Iterable[str]) -> ConsumerProtocolMemberMetadata:
         process = self.process
+        self._pending_memory = None  # a new join: an earlier assign() of ours never completed
         self._unique_field = (self._unique_field + 1) % 256
         info = SubscriptionInfo(
             version=self.used_version,
@@ -424,11 +433,15 @@ class StreamsPartitionAssignor:
             )
         elapsed = (time.perf_counter() - began) * 1000
         self.last_leader = LeaderRecord(group, result, elapsed)
+        self._pending_memory = result.memory
         log.info("assign() took %.1f ms for %d members", elapsed, len(members))
         return answers
 
     def on_assignment(self, assignment: ConsumerProtocolMemberAssignment) -> None:
         process = self.process
+        if self._pending_memory is not None:
+            # this consumer led the generation that just completed: it reached the members
+            process.leader_memory, self._pending_memory = self._pending_memory, None
         partitions = [
             TopicPartition.model_construct(topic=topic, partition=p)
             for topic, numbers in assignment.assignment
@@ -481,6 +494,7 @@ class StreamsPartitionAssignor:
             changelog_end_offsets=self.process.changelog_end_offsets,
             now_ms=self.process._now_ms(),
             leader_process_id=self.process.process_id,
+            memory=self.process.leader_memory,
         )
 
     def _schedule(self, at_ms: int, reason: str) -> None:
