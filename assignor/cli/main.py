@@ -110,6 +110,7 @@ def result_to_data(
         "commonly_supported_version": result.commonly_supported_version,
         "followup": result.followup,
         "rejected_members": dict(sorted(result.rejected.items())),
+        "refused_members": dict(sorted(result.refused.items())),
         "members": {m: _member(r) for m, r in sorted(result.members.items())},
     }
     if with_explain:

@@ -222,3 +222,19 @@ def test_offset_sums_for_tasks_the_topology_lacks_are_warned_about() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "reports offset sums for tasks the topology does not have (77_0)" in done.stderr
+
+
+def test_a_process_id_clone_is_reported_as_a_refused_member(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    data = example()
+    clone = copy.deepcopy(data["members"]["b-1"])
+    clone["subscription"]["endpoint"] = "elsewhere:9999"
+    data["members"]["z-clone"] = clone
+    path = tmp_path / "g.json"
+    path.write_text(json.dumps(data))
+    assert main(["assign", "--input", str(path)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert list(out["refused_members"]) == ["z-clone"]
+    assert out["members"]["z-clone"]["error"] == "ASSIGNMENT_ERROR"
+    assert out["members"]["b-1"]["error"] == "NONE"
