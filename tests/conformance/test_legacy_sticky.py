@@ -72,7 +72,8 @@ def python_answer(s: dict[str, Any]) -> dict[str, Any]:
         )
     config = AssignorConfig.model_validate({"num.standby.replicas": s["standbys"]})
     assignor = FallbackPriorTaskAssignor() if s["fallback"] else LegacyStickyTaskAssignor()
-    result = assignor.place_tasks(clients, [TaskId.parse(t) for t in s["all_tasks"]], stateful, config)
+    all_tasks = [TaskId.parse(t) for t in s["all_tasks"]]
+    result = assignor.place_tasks(clients, all_tasks, stateful, config)
     return {
         "probing": result.probing_rebalance_needed,
         "clients": {

@@ -29,9 +29,9 @@ from aiokafka.coordinator.protocol import (
     ConsumerProtocolMemberMetadata,
 )
 
+from assignor import StreamsPartitionAssignor, StreamsProcess
 from assignor.config import AssignorConfig
 from assignor.member import MemberAssignment
-from assignor.adapter.streams_assignor import StreamsPartitionAssignor, StreamsProcess
 from assignor.topology.model import Topology, TopologyBuilder
 from protocol.codec import Codec
 from protocol.errors import AssignorError, ProtocolError

@@ -27,8 +27,8 @@ from typing import Any
 
 import pytest
 
+from assignor import StreamsPartitionAssignor
 from assignor.adapter.admin import ensure_internal_topics
-from assignor.adapter.streams_assignor import StreamsPartitionAssignor
 from protocol.ids import ProcessId
 from tests.integration.conftest import CreateTopics
 from tests.integration.member_driver import (

@@ -22,7 +22,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from assignor.adapter.streams_assignor import StreamsPartitionAssignor, StreamsProcess
+from assignor import StreamsPartitionAssignor, StreamsProcess
 from assignor.config import AssignorConfig
 from protocol.errors import AssignorError
 from protocol.ids import HostInfo, ProcessId, TaskId, TopicPartition

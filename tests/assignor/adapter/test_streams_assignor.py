@@ -19,11 +19,7 @@ from aiokafka.coordinator.protocol import (
     ConsumerProtocolMemberMetadata,
 )
 
-from assignor.adapter.streams_assignor import (
-    StreamsPartitionAssignor,
-    StreamsProcess,
-    derive_process_id,
-)
+from assignor import StreamsPartitionAssignor, StreamsProcess, derive_process_id
 from assignor.config import AssignorConfig
 from assignor.leader.pipeline import GroupInput, MemberSubscription, assign_group
 from assignor.member import MemberAssignment
