@@ -141,6 +141,7 @@ class Group:
         self.sync_timer: asyncio.TimerHandle | None = None
         self.heartbeat_timers: dict[str, asyncio.TimerHandle] = {}
         self.round: Round | None = None
+        self.join_polls = 0  # join-phase completions postponed because nobody had rejoined
 
     # -- membership -----------------------------------------------------------------------
     def add(self, member: Member, future: asyncio.Future[JoinGroupResponse] | None) -> None:
@@ -253,6 +254,7 @@ class Group:
 
     def next_generation(self) -> None:
         self.generation += 1
+        self.join_polls = 0
         if self.members:
             self.protocol_name = self.select_protocol()
             self.transition(GroupState.COMPLETING_REBALANCE)

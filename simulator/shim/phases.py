@@ -27,6 +27,10 @@ from simulator.shim.group import (
 from simulator.shim.records import Journal, RebalanceRecord
 from simulator.shim.requests import JoinGroupResponse, SyncGroupResponse
 
+# Kafka's timers tick in milliseconds: a rebalance timeout of 0 re-polls a stalled join phase at the
+# next tick, not at the same instant.
+JOIN_POLL_FLOOR_MS = 1
+
 
 class RebalancePhases:
     """Timers and phase transitions shared by every group of one coordinator."""
@@ -107,11 +111,15 @@ class RebalancePhases:
         if gone:
             self._log(group.group_id, "removed-not-rejoined", "", ", ".join(gone))
         if not group.elect_joined_leader() and group.members:
-            self._log(group.group_id, "join-phase-extended", "",
-                      "no member rejoined; waiting another rebalance timeout")
-            self._schedule_join_timer(
-                group, group.rebalance_timeout_ms(), lambda: self._complete_join(group)
-            )
+            # Kafka polls again after the rebalance timeout "until session timeout removes all the
+            # non-responsive members" (only static ones are left here). A 0 ms timeout must not
+            # re-poll at the same instant: time would never reach those session timeouts.
+            delay = max(group.rebalance_timeout_ms(), JOIN_POLL_FLOOR_MS)
+            group.join_polls += 1
+            if group.join_polls == 1:  # once per join phase: a 1 ms poll would flood the journal
+                self._log(group.group_id, "join-phase-extended", "",
+                          f"no member rejoined; polling every {delay} ms")
+            self._schedule_join_timer(group, delay, lambda: self._complete_join(group))
             return
         group.next_generation()
         now = self.clock.time()
