@@ -191,9 +191,16 @@ class Group:
         member.join_future = future
 
     def _count_protocols(self, protocols: Protocols, delta: int) -> None:
+        # A name listed twice counts once (Kafka checks support against the set of names; the
+        # first entry's metadata is the one used). Names nobody supports any more are forgotten,
+        # so random protocol names cannot grow the table.
         supported = self.supported
-        for name, _ in protocols:
-            supported[name] = supported.get(name, 0) + delta
+        for name in dict.fromkeys(name for name, _ in protocols):
+            count = supported.get(name, 0) + delta
+            if count:
+                supported[name] = count
+            else:
+                del supported[name]
 
     def all_joined(self) -> bool:
         return len(self.members) == self.awaiting_join and not self.pending_join
