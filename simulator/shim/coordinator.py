@@ -150,6 +150,13 @@ class GroupCoordinator(RebalancePhases):
             )
             return
         if member_id in group.pending_join:
+            if request.group_instance_id is not None:
+                # A pending id is a dynamic member's; Kafka throws IllegalStateException here
+                # rather than let the join take over the instance's mapping.
+                self._answer_join(
+                    future, group.group_id, ErrorCode.UNKNOWN_SERVER_ERROR, member_id
+                )
+                return
             self._add_member(group, request, member_id, future)
             return
         error = group.validate(member_id, request.group_instance_id)
