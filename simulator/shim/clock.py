@@ -9,6 +9,10 @@ blocks: when no callback is ready, the loop asks the selector to wait until the 
 selector moves the counter there instead. Time therefore advances exactly when every task is idle,
 and plain ``asyncio.sleep``/``wait_for`` inside the loop follow virtual time too. Nothing in a
 virtual run may wait for real I/O or threads: there is nobody to wake the loop up.
+
+Two ways a virtual run can stop making progress are detected rather than left to hang: every task
+waiting with no timer pending (``VirtualTimeDeadlock``), and the loop stepping again and again at
+one instant, so that time would never move (``VirtualTimeLivelock``).
 """
 
 from __future__ import annotations

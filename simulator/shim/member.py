@@ -429,17 +429,27 @@ class ShimMember:
         if self.latency_ms[1] > 0:
             await self._delay()
         pending = send(request)
-        if pending.done():
-            response = pending.result()
-        else:
+        if not pending.done():
+            # One waiter woken by the answer or by the timer; the coordinator's future itself is
+            # never cancelled (cheaper than wait_for(shield(...)) on every parked request).
+            waiter: asyncio.Future[None] = self.clock.create_future()
+
+            def wake(_: object) -> None:
+                if not waiter.done():
+                    waiter.set_result(None)
+
+            pending.add_done_callback(wake)
+            timer = self.clock.call_later(self.request_timeout_ms / 1000.0, lambda: wake(None))
             try:
-                response = await asyncio.wait_for(
-                    asyncio.shield(pending), self.request_timeout_ms / 1000.0
-                )
-            except TimeoutError:
+                await waiter
+            finally:
+                timer.cancel()
+                pending.remove_done_callback(wake)
+            if not pending.done():
                 self._log("request-timeout", f"{type(request).__name__} unanswered after "
                                              f"{self.request_timeout_ms} ms; retrying")
-                raise _RequestTimedOut() from None
+                raise _RequestTimedOut()
+        response = pending.result()
         if self.latency_ms[1] > 0:
             await self._delay()
         return response
