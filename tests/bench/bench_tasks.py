@@ -12,7 +12,8 @@ import timeit
 
 from assignor.topology.internal_topics import InternalTopics, size_internal_topics
 from assignor.topology.tasks import create_tasks, plan_tasks
-from assignor.topology.model import Topology, TopologyBuilder
+from assignor.topology.builder import TopologyBuilder
+from assignor.topology.model import Topology
 from protocol.ids import TaskId, TopicPartition
 
 SUBTOPOLOGIES = 20

@@ -15,7 +15,8 @@ from assignor.topology.tasks import (
     plan_tasks,
     stateful_tasks,
 )
-from assignor.topology.model import Topology, TopologyBuilder
+from assignor.topology.builder import TopologyBuilder
+from assignor.topology.model import Topology
 from protocol.ids import TaskId, TopicPartition
 from tests.assignor.topology.topology_strategies import sized_topologies
 

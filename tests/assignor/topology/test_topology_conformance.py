@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from assignor.topology.model import Topology, TopologyBuilder
+from assignor.topology.builder import TopologyBuilder
+from assignor.topology.model import Topology
 from tests.support.requirements import require_tools
 
 pytestmark = pytest.mark.conformance
