@@ -84,10 +84,10 @@ def random_scenario(seed: int) -> Scenario:
             if external:
                 steps.append(["table", f"table{g}", external[0], processor])
     while unread:  # every repartition topic is read by exactly one source
-        name = f"late-{rng.randrange(1000)}"
+        name = f"late{len(unread)}-{rng.randrange(1000)}"
         steps.append(["source", name, unread.pop()])
         sources.append(name)
-        processor = f"lateproc-{rng.randrange(1000)}"
+        processor = f"lateproc{len(unread)}-{rng.randrange(1000)}"
         steps.append(["processor", processor, name])
         processors.append(processor)
     writers = {topic: rng.sample(processors, rng.randint(1, min(2, len(processors))))

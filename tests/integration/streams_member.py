@@ -29,9 +29,9 @@ from aiokafka.coordinator.protocol import (
     ConsumerProtocolMemberMetadata,
 )
 
+from assignor.adapter.streams_assignor import StreamsPartitionAssignor, StreamsProcess
 from assignor.config import AssignorConfig
 from assignor.member import MemberAssignment
-from assignor.adapter.streams_assignor import StreamsPartitionAssignor, StreamsProcess
 from assignor.topology.builder import TopologyBuilder
 from assignor.topology.model import Topology
 from protocol.codec import Codec

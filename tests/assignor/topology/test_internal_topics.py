@@ -10,6 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from assignor.topology._java_order import string_hash
+from assignor.topology.builder import TopologyBuilder
+from assignor.topology.copartition import kafka_copartition_groups
+from assignor.topology.data_form import topology_from_data, topology_to_data
 from assignor.topology.internal_topics import (
     CopartitionFailure,
     InternalTopics,
@@ -19,10 +23,6 @@ from assignor.topology.internal_topics import (
     sizing_order,
     topics_info_hash,
 )
-from assignor.topology._java_order import string_hash
-from assignor.topology.copartition import kafka_copartition_groups
-from assignor.topology.builder import TopologyBuilder
-from assignor.topology.data_form import topology_from_data, topology_to_data
 from assignor.topology.model import Topology
 from protocol.errors import AssignorError
 from tests.assignor.topology.topology_strategies import sized_topologies

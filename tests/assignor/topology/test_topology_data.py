@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 from hypothesis import given
 
-from assignor.topology.model import Topology, TopologyError
 from assignor.topology.data_form import (
     topology_from_data,
     topology_from_json,
     topology_to_data,
     topology_to_json,
 )
+from assignor.topology.model import Topology, TopologyError
 from tests.assignor.topology.topology_strategies import topologies
 
 README = Path(__file__).resolve().parents[3] / "README.md"
