@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import random
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -30,7 +31,7 @@ from assignor.topology.internal_topics import (
     RepartitionSizingFailed,
     size_internal_topics,
 )
-from assignor.topology.model import TopologyError
+from assignor.topology.model import Topology, TopologyError
 from tests.support.jvm import HarnessError, JavaHarness
 
 APP = "app"
@@ -97,7 +98,7 @@ def random_scenario(seed: int) -> Scenario:
             steps.append(["sink", f"to-{topic}-{k}", topic, processor])
         roll = rng.random()
         steps.append(["internal", topic, rng.choice(counts) if roll < 0.3 else None])
-    for _ in range(rng.choice([0, 1, 1, 2, 3])):
+    for _ in range(rng.choice([0, 1, 1, 2, 3, 6])):  # six: groups overlap and bridge often
         steps.append(["copartition", *rng.sample(sources, rng.randint(1, min(3, len(sources))))])
     if cluster and rng.random() < 0.05:
         del cluster[rng.choice(sorted(cluster))]
@@ -109,8 +110,8 @@ def _full(topic: str, internal: set[str]) -> str:
     return f"{APP}-{topic}" if topic in internal else topic
 
 
-def ours(scenario: Scenario) -> dict[str, Any]:
-    """Our outcome, in the op's answer format."""
+def build(scenario: Scenario) -> Topology | TopologyError:
+    """Our builder on the scenario's steps (Kafka's raw internal names get the app prefix)."""
     steps = scenario["steps"]
     internal = {s[1] for s in steps if s[0] == "internal"}
     builder = TopologyBuilder(APP)
@@ -130,9 +131,16 @@ def ours(scenario: Scenario) -> dict[str, Any]:
         elif kind == "copartition":
             builder.copartition_sources(name, *args)
     try:
-        topology = builder.build()
+        return builder.build()
     except TopologyError as invalid:
-        return {"build_error": str(invalid)}
+        return invalid
+
+
+def ours(scenario: Scenario) -> dict[str, Any]:
+    """Our outcome, in the op's answer format."""
+    topology = build(scenario)
+    if isinstance(topology, TopologyError):
+        return {"build_error": str(topology)}
     result = size_internal_topics(topology, scenario["cluster"])
     if isinstance(result, InternalTopics):
         return {"counts": dict(sorted(result.repartition_partitions.items()))}
@@ -206,6 +214,19 @@ def test_scenarios_cover_every_outcome(
     assert errors.count("TopologyException") >= 5
     messages = {a["error"].split(": ", 2)[-1].split(" [")[0] for a in answers if "error" in a}
     assert len(messages) >= 4, messages
+
+
+def test_scenarios_cover_every_shape(
+    sizing_runs: tuple[list[Scenario], list[dict[str, Any]]],
+) -> None:
+    """Each promised shape occurs in at least 2% of the scenarios."""
+    scenarios, _ = sizing_runs
+    if len(scenarios) < 1000:
+        pytest.skip("coverage is judged on 1,000 scenarios or more")
+    seen = Counter(f for s in scenarios for f in features(s))
+    shapes = {"chain", "cycle", "enforced", "store", "table", "overlapping groups",
+              "bridging groups", "repartition joined with external"}
+    assert {f: seen[f] for f in shapes if seen[f] < len(scenarios) // 50} == {}
 
 
 def test_the_check_detects_walking_subtopologies_by_id(
@@ -347,3 +368,43 @@ def test_merged_copartition_groups_and_their_order_equal_kafkas(
         assert kafka_copartition_groups(declared) == answer["groups"], scenario["seed"]
         checked += 1
     assert checked >= min(len(scenarios) // 2, 100)
+
+
+def features(scenario: Scenario) -> set[str]:
+    """What a scenario exercises (judged on our build of it), to hold the generator to its
+    promise: chains and cycles of repartition topics, enforced counts, joins of repartition and
+    external topics, overlapping and bridging copartition groups, logged and table stores."""
+    steps = scenario["steps"]
+    found = {s[0] for s in steps if s[0] in ("store", "table")}
+    internal = {s[1] for s in steps if s[0] == "internal"}
+    if any(s[0] == "internal" and s[2] is not None for s in steps):
+        found.add("enforced")
+    topics_of = {s[1]: [_full(t, internal) for t in s[2:]] for s in steps if s[0] == "source"}
+    declared = [set(source_node_group(s[1:], topics_of)) for s in steps if s[0] == "copartition"]
+    if any(a & b for i, a in enumerate(declared) for b in declared[i + 1 :]):
+        found.add("overlapping groups")
+    merged = kafka_copartition_groups([sorted(g) for g in declared])
+    if any(set(a) & set(b) for i, a in enumerate(merged) for b in merged[i + 1 :]):
+        found.add("bridging groups")
+    repartition = {_full(t, internal) for t in internal}
+    if any(g & repartition and g - repartition for g in declared):
+        found.add("repartition joined with external")
+    topology = build(scenario)
+    if isinstance(topology, TopologyError):
+        return found
+    edges: dict[str, set[str]] = {}
+    for sub in topology.subtopologies:
+        for read in sub.repartition_source_topics:
+            edges.setdefault(read, set()).update(sub.repartition_sink_topics)
+    if any(edges.get(t) for t in edges):
+        found.add("chain")
+    for start in edges:  # a cycle: start reaches itself (bounded walk over finite topics)
+        seen: set[str] = set()
+        frontier = set(edges[start])
+        while frontier - seen:
+            seen |= frontier
+            frontier = {n for t in frontier for n in edges.get(t, ())}
+        if start in seen:
+            found.add("cycle")
+            break
+    return found
