@@ -86,7 +86,9 @@ class CopartitionFailure:
 
     Kafka raises this as a ``TopologyException`` that escapes ``assign()`` and stops the leader;
     here it is a value with code ``ASSIGNMENT_ERROR`` so the pipeline can tell every member
-    (and the log says why). ``topics`` holds the counts the message quotes.
+    (and the log says why). ``group`` is the merged group as Kafka enforces it (see
+    :func:`~assignor.topology.copartition.kafka_copartition_groups`), in its set order;
+    ``topics`` holds the counts the message quotes.
     """
 
     code: ClassVar[AssignorError] = AssignorError.ASSIGNMENT_ERROR
