@@ -42,9 +42,15 @@ from assignor.placement.high_availability import HighAvailabilityTaskAssignor
 from assignor.placement.legacy_sticky import LegacyStickyTaskAssignor
 from assignor.placement.task_assignor import TaskAssignment, TaskAssignor
 from assignor.placement.threads import TaskAssignmentError, assign_tasks_to_threads
-from assignor.topology.data_form import topology_from_json, topology_to_json
+from assignor.topology.builder import TopologyBuilder
+from assignor.topology.data_form import (
+    topology_from_data,
+    topology_from_json,
+    topology_to_data,
+    topology_to_json,
+)
 from assignor.topology.internal_topics import InternalTopics, size_internal_topics
-from assignor.topology.model import Subtopology, Topology, TopologyBuilder, TopologyError
+from assignor.topology.model import Subtopology, Topology, TopologyError
 from assignor.topology.tasks import TaskLayout, plan_tasks
 
 if TYPE_CHECKING:
@@ -120,6 +126,8 @@ __all__ = [
     "explain",
     "plan_tasks",
     "size_internal_topics",
+    "topology_from_data",
     "topology_from_json",
+    "topology_to_data",
     "topology_to_json",
 ]

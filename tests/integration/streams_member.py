@@ -32,7 +32,8 @@ from aiokafka.coordinator.protocol import (
 from assignor import StreamsPartitionAssignor, StreamsProcess
 from assignor.config import AssignorConfig
 from assignor.member import MemberAssignment
-from assignor.topology.model import Topology, TopologyBuilder
+from assignor.topology.builder import TopologyBuilder
+from assignor.topology.model import Topology
 from protocol.codec import Codec
 from protocol.errors import AssignorError, ProtocolError
 from protocol.ids import HostInfo, TaskId, TopicPartition

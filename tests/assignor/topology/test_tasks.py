@@ -7,8 +7,9 @@ import pickle
 import pytest
 from hypothesis import given
 
+from assignor.topology.builder import TopologyBuilder
 from assignor.topology.internal_topics import InternalTopics, size_internal_topics
-from assignor.topology.model import Topology, TopologyBuilder
+from assignor.topology.model import Topology
 from assignor.topology.tasks import (
     changelog_partition_counts,
     changelog_partitions,
