@@ -18,7 +18,7 @@ with topics ascending and partitions delta-coded, so a partition usually costs o
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from operator import attrgetter
 
@@ -291,10 +291,15 @@ def _read_task(
 
 def _decode_active(reader: Reader, topologies: list[str], named: bool) -> list[TaskId]:
     width = 3 if named else 2
-    length = reader.array("active_tasks", width * MAX_MEMBER_TASKS)
+    length = reader.array("active_tasks", None)  # a count; checked next
     if length % width:
         fail("active_tasks", f"expected {width} ints per task, got {length} ints in all")
-    ints = reader.values("active_tasks", length)
+    if length // width > MAX_MEMBER_TASKS:
+        fail(
+            "active_tasks",
+            f"declares {length // width:,} tasks; at most {MAX_MEMBER_TASKS:,} are allowed",
+        )
+    ints = reader.values("active_tasks", length, lambda at: f"active_tasks[{at // width}]")
     active: list[TaskId] = []
     if not named:
         # The hot path of a member's decode: no per-task calls beyond the shared-instance lookup.
@@ -332,7 +337,7 @@ def _decode_standby(
         )
     for index in range(tasks):
         field = f"standby_tasks[{index}]"
-        length = reader.array(field, width + 2 * MAX_STANDBY_PARTITIONS)
+        length = reader.array(field, None)  # a count; the budget is checked next
         if length < width or (length - width) % 2:
             fail(field, "expected a task followed by (topic index, partition) pairs")
         count = (length - width) // 2
@@ -343,7 +348,7 @@ def _decode_standby(
                 f"{count:,} after {MAX_STANDBY_PARTITIONS - left:,})",
             )
         left -= count
-        entry = reader.values(field, length)
+        entry = reader.values(field, length, _standby_element(field, width))
         task = _read_task(entry, 0, topologies, named, field)
         if task in standby:
             fail(field, f"task {task} appears more than once")
@@ -351,6 +356,18 @@ def _decode_standby(
             _partition(topics, entry[at], entry[at + 1], field) for at in range(width, length, 2)
         )
     return standby
+
+
+def _standby_element(field: str, width: int) -> Callable[[int], str]:
+    """Names the i-th value of a standby entry: the task's ints, then topic/partition pairs."""
+    return lambda at: (
+        field if at < width else f"{field}.{'partition' if (at - width) % 2 else 'topic'}"
+    )
+
+
+def _host_group_element(field: str) -> Callable[[int], str]:
+    """Names the i-th value of a host's topic group: the topic index, then partition deltas."""
+    return lambda at: f"{field}.{'partition' if at else 'topic'}"
 
 
 def _partition(topics: list[str], index: object, partition: object, field: str) -> TopicPartition:
@@ -382,8 +399,9 @@ def _decode_hosts(
         append = partitions.append
         previous_topic = -1
         partition_field = f"{field}.partition"
+        element = _host_group_element(field)
         for _ in range(length - 2):
-            size = reader.array(f"{field}.partitions", 1 + MAX_HOST_MAP_PARTITIONS)
+            size = reader.array(f"{field}.partitions", None)  # a count; see below
             if size < 2:
                 fail(f"{field}.partitions", "expected [topic index, partition deltas...]")
             if size - 1 > budget[0]:
@@ -394,7 +412,7 @@ def _decode_hosts(
                     f"{MAX_HOST_MAP_PARTITIONS - budget[0]:,})",
                 )
             budget[0] -= size - 1
-            group = reader.values(f"{field}.partitions", size)
+            group = reader.values(f"{field}.partitions", size, element)
             topic_at = group[0]
             if type(topic_at) is not int or not previous_topic < topic_at < len(topics):
                 fail(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Callable
 from typing import Final, NoReturn
 
 import msgpack
@@ -81,6 +82,29 @@ def _msgpack_type(first_byte: int) -> str:
     return _OTHER_TYPES.get(first_byte, "an extension type")
 
 
+def _refused_type(exc: Exception) -> str:
+    """What msgpack refused to read where a single value belongs, from its refusal.
+
+    (Its position cannot tell: after a refusal msgpack has consumed a multi-byte header but not
+    a one-byte one.)
+    """
+    if isinstance(exc, UnicodeDecodeError):
+        return "a string that is not UTF-8"
+    message = str(exc)
+    for limit, what in _LIMIT_TYPES.items():
+        if limit in message:
+            return f"{what}, which the format does not have here"
+    return "bytes that are not msgpack"
+
+
+_LIMIT_TYPES: Final = {
+    "max_array_len": "an array",
+    "max_map_len": "a map",
+    "max_str_len": "a string over the length limit",
+    "max_bin_len": "binary data over the length limit",
+    "max_ext_len": "an extension type",
+}
+
 _OTHER_TYPES: Final = {
     0xC0: "nil",
     0xC1: "the never-used byte 0xc1",
@@ -124,23 +148,25 @@ class Reader:
         self._unpacker = unpacker
         self._unpack = unpacker.unpack
 
-    def _refuse(self, field: str, at: int, exc: Exception) -> NoReturn:
-        if isinstance(exc, msgpack.OutOfData) or at >= len(self._raw):
+    def _refuse(self, field: str, exc: Exception) -> NoReturn:
+        if isinstance(exc, msgpack.OutOfData):
             # The payload as a whole is at fault, wherever the cut fell.
             fail("payload", "is truncated" + ("" if field == "payload" else f" (in {field})"))
-        found = _msgpack_type(self._raw[at])
-        fail(field, f"holds {found} that is not within the format's limits ({exc})")
+        fail(field, f"holds {_refused_type(exc)} ({shorten(str(exc), MAX_QUOTE_CHARS)})")
 
-    def array(self, field: str, limit: int) -> int:
-        """Read an array header and return its length, refused when it declares over ``limit``."""
+    def array(self, field: str, limit: int | None) -> int:
+        """Read an array header and return its length, refused when it declares over ``limit``.
+
+        ``None``: the caller checks the length against a budget of its own before reading on.
+        """
         at = self._unpacker.tell()
         try:
             length: int = self._unpacker.read_array_header()
         except (msgpack.UnpackException, ValueError) as exc:
             if at < len(self._raw) and not isinstance(exc, msgpack.OutOfData):
                 fail(field, f"expected an array, got {_msgpack_type(self._raw[at])}")
-            self._refuse(field, at, exc)
-        if length > limit:
+            self._refuse(field, exc)
+        if limit is not None and length > limit:
             fail(field, f"declares {length:,} elements; at most {limit:,} are allowed")
         return length
 
@@ -152,7 +178,7 @@ class Reader:
         except (msgpack.UnpackException, ValueError) as exc:
             if at < len(self._raw) and not isinstance(exc, msgpack.OutOfData):
                 fail(field, f"expected a map, got {_msgpack_type(self._raw[at])}")
-            self._refuse(field, at, exc)
+            self._refuse(field, exc)
         if size > limit:
             fail(field, f"declares {size:,} entries; at most {limit:,} are allowed")
         return size
@@ -170,18 +196,22 @@ class Reader:
         try:
             return self._unpack()
         except (msgpack.UnpackException, ValueError) as exc:
-            # ``tell`` has not moved past a value msgpack refused.
-            self._refuse(field, self._unpacker.tell(), exc)
+            self._refuse(field, exc)
 
-    def values(self, field: str, count: int) -> list[object]:
+    def values(
+        self, field: str, count: int, element: Callable[[int], str] | None = None
+    ) -> list[object]:
         """The next ``count`` values (none a container): the elements of an array whose header
-        was just read and checked. One list of scalars costs 8 bytes an element on top of the
-        values, and small ints are shared, so this is as cheap as reading them one by one."""
+        was just read and checked. ``element(i)`` names the i-th one should it be refused."""
+        read: list[object] = []
+        append = read.append
         unpack = self._unpack
         try:
-            return [unpack() for _ in range(count)]
+            for _ in range(count):
+                append(unpack())
         except (msgpack.UnpackException, ValueError) as exc:
-            self._refuse(field, self._unpacker.tell(), exc)
+            self._refuse(field if element is None else element(len(read)), exc)
+        return read
 
     def integer(self, field: str, low: int, high: int) -> int:
         return need_int(self.value(field), field, low, high)
@@ -205,7 +235,7 @@ def read_header(reader: Reader) -> tuple[int, int, int, int]:
     This is all a reader can rely on in a version newer than its own, so it must not depend on
     anything after the kind marker.
     """
-    length = reader.array("payload", MAX_PAYLOAD_BYTES)  # a count: nothing is allocated for it
+    length = reader.array("payload", None)  # checked against the version's field count
     if length < 3:
         fail("payload", f"has {length} top-level fields; at least 3 (the header) are required")
     version = reader.value("payload")

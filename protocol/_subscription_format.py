@@ -16,7 +16,7 @@ outside the Streams user data and aiokafka drops: the rack id and ``group.instan
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from protocol._limits import (
     INT32_MAX,
@@ -172,6 +172,11 @@ def _decode_tags(reader: Reader) -> dict[str, str]:
     return tags
 
 
+def _offset_sum_element(field: str) -> Callable[[int], str]:
+    """Names the i-th value after a group's head: a partition delta, then its sum."""
+    return lambda index: f"{field}.{'offset_sum' if index % 2 else 'partition'}"
+
+
 def _decode_offset_sums(reader: Reader, *, named: bool) -> dict[TaskId, int]:
     """Groups of ``[topology?, subtopology, delta, sum, delta, sum, ...]``, at most
     ``MAX_OFFSET_SUMS`` sums in all: each group's declared length is checked against what is
@@ -182,7 +187,7 @@ def _decode_offset_sums(reader: Reader, *, named: bool) -> dict[TaskId, int]:
     seen: set[tuple[str | None, int]] = set()
     for index in range(reader.array("task_offset_sums", MAX_OFFSET_SUMS)):
         field = f"task_offset_sums[{index}]"
-        length = reader.array(field, head + 2 * MAX_OFFSET_SUMS)
+        length = reader.array(field, None)  # a count; the budget is checked next
         if length < head + 2 or (length - head) % 2:
             fail(field, "expected a subtopology followed by (partition delta, offset sum) pairs")
         if len(sums) + (length - head) // 2 > MAX_OFFSET_SUMS:
@@ -202,7 +207,7 @@ def _decode_offset_sums(reader: Reader, *, named: bool) -> dict[TaskId, int]:
             )
         seen.add((topology, subtopology))
         partition = -1
-        pairs = iter(reader.values(field, length - head))
+        pairs = iter(reader.values(field, length - head, _offset_sum_element(field)))
         for step, offset_sum in zip(pairs, pairs, strict=True):
             if type(step) is not int or step < (0 if partition < 0 else 1):
                 fail(

@@ -32,8 +32,11 @@ def pack(tree: object) -> bytes:
     return msgpack.packb(tree, use_bin_type=True)
 
 
-def subscription_tree(offset_sum_groups: list[list[object]]) -> list[object]:
-    """A version 3 subscription around the given offset-sum groups, every other field maximal."""
+def subscription_tree(offset_sum_groups: list[list[object]], *, lean: bool = False) -> list[object]:
+    """A version 3 subscription around the given offset-sum groups, every other field maximal
+    (or, if ``lean``, empty)."""
+    if lean:
+        return [3, 3, SUBSCRIPTION, PROCESS_ID, None, offset_sum_groups, 0, 0, {}, None, None]
     long = "x" * MAX_STRING_BYTES
     tags = {f"{index:04d}{long}"[:MAX_STRING_BYTES]: long for index in range(MAX_CLIENT_TAGS)}
     return [
@@ -55,7 +58,7 @@ def dense_subscription(tasks: int, per_group: int = 1000) -> bytes:
     groups: list[list[object]] = []
     for subtopology in range(tasks // per_group):
         groups.append([None, subtopology, 0, 5, *([1, 5] * (per_group - 1))])
-    return pack(subscription_tree(groups))
+    return pack(subscription_tree(groups, lean=True))
 
 
 def assignment_tree(
@@ -108,3 +111,30 @@ def assignment_tree(
 
 def largest_assignment() -> bytes:
     return pack(assignment_tree())
+
+
+#: 1,000 nested one-element arrays around a 1: msgpack parses this (its own stack is deeper),
+#: and formatting it recursively (``repr``, as error messages once did) raises RecursionError.
+DEEP = b"\x91" * 1000 + b"\x01"
+
+#: The nesting where the format has a single value: case name -> (payload, kind, field named).
+DEEPLY_NESTED = {
+    "offset sum": (
+        b"\x9b\x03\x03\x53" + pack(PROCESS_ID) + b"\xc0\x91\x94\xc0\x00\x00" + DEEP
+        + b"\x00\x00\x80\xc0\xc0",
+        "subscription",
+        "task_offset_sums[0].offset_sum",
+    ),
+    "process id": (b"\x96\x01\x01\x53" + DEEP + b"\xc0\x90", "subscription", "process_id"),
+    "client tag": (
+        b"\x9b\x03\x03\x53" + pack(PROCESS_ID) + b"\xc0\x90\x00\x00\x81\xa1k" + DEEP + b"\xc0\xc0",
+        "subscription",
+        "client_tags['k']",
+    ),
+    "host map partition": (
+        b"\x98\x01\x01\x41\x91\xa1t\x90\x90\x91\x93\xa1h\x01\x92\x00" + DEEP + b"\x00",
+        "assignment",
+        "partitions_by_host[0].partition",
+    ),
+    "error code": (b"\x98\x01\x01\x41\x90\x90\x90\x90" + DEEP, "assignment", "error_code"),
+}  # fmt: skip

@@ -192,7 +192,7 @@ def test_limits_are_checked_before_allocating() -> None:
             "declares 4,294,967,295 elements; at most 65,536 are allowed",
         ),
         b"\xdf\xff\xff\xff\xff": ("task_offset_sums", "expected an array, got a map"),
-        b"\x91\xdd\xff\xff\xff\xff": ("task_offset_sums[0]", "at most 131,073 are allowed"),
+        b"\x91\xdd\xff\xff\xff\xff": ("task_offset_sums", "more than 65,536 offset sums"),
         b"\x91\x93\xdd\xff\xff\xff\xff": (
             "task_offset_sums[0].subtopology",
             "4294967295 exceeds max_array_len(0)",
