@@ -16,6 +16,12 @@ version    subscription adds                       assignment adds
            id, named topologies
 =========  ======================================  ==========================================
 
+From version 4 on (not written yet), every payload keeps its error code as the fourth field,
+``[version, second, kind, error_code, ...]``, and this reader already takes it from any payload
+newer than itself: a member of a newer build that asks for a shutdown is heard at once, not only
+after version probing has made it downgrade (``VersionHeader.error_code``). Versions 1 to 3 keep
+the error code further in, so an older build reading them learns only the version numbers.
+
 Writing an older version drops what it lacks: a v2 subscription loses ``client_tags``,
 ``rack_id`` and ``group_instance_id``; a v1 one loses ``unique_field`` and ``error_code`` too;
 a v1 assignment loses ``standby_partitions_by_host`` and ``next_rebalance_ms``. Tasks of a named
@@ -32,7 +38,7 @@ from typing import Final, Literal, cast
 import msgpack
 
 from protocol import _assignment_format, _subscription_format
-from protocol._limits import MAX_ASSIGNMENT_BYTES, MAX_SUBSCRIPTION_BYTES
+from protocol._limits import INT32_MAX, MAX_ASSIGNMENT_BYTES, MAX_SUBSCRIPTION_BYTES
 from protocol._read import (
     KIND_ASSIGNMENT,
     KIND_NAMES,
@@ -43,7 +49,12 @@ from protocol._read import (
     read_header,
 )
 from protocol.errors import MAX_PROBLEM_CHARS, ProtocolError, shorten
-from protocol.messages import AssignmentInfo, SubscriptionInfo, VersionHeader
+from protocol.messages import (
+    HEADER_ERROR_CODE_VERSION,
+    AssignmentInfo,
+    SubscriptionInfo,
+    VersionHeader,
+)
 
 LATEST_VERSION: Final = 3
 SUPPORTED_VERSIONS: Final = tuple(range(1, LATEST_VERSION + 1))
@@ -122,8 +133,17 @@ class Codec:
             if expected_kind is not None and kind != expected_kind:
                 fail("kind", f"this payload is {_ARTICLED[kind]}, not {_ARTICLED[expected_kind]}")
             if version > self.latest_supported:
+                code = None
+                if version >= HEADER_ERROR_CODE_VERSION:
+                    if fields < 4:
+                        fail(
+                            "payload",
+                            f"has {fields} top-level fields; a version {version} payload keeps "
+                            "its error code in the fourth",
+                        )
+                    code = reader.integer("error_code", 0, INT32_MAX)
                 header = VersionHeader.model_construct(
-                    version=version, latest_supported_version=second
+                    version=version, latest_supported_version=second, error_code=code
                 )
                 return kind, header
             if len(raw) > _MAX_BYTES[kind]:

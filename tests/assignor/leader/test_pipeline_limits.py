@@ -1,11 +1,13 @@
-"""A member whose subscription is over the codec's limits, or hostile in shape, is one member's
-problem: it gets an error assignment of its own, the log says why in one short line, and the
-rest of the group is served."""
+"""How the leader's decode step treats what the codec reports. A member whose subscription is
+over the codec's limits, or hostile in shape, is one member's problem: it gets an error
+assignment of its own, the log says why in one short line, and the rest of the group is served.
+A newer build's error code, which versions from 4 keep in the header, is acted on at once."""
 
 from __future__ import annotations
 
 import logging
 
+import msgpack
 import pytest
 
 from assignor.config import AssignorConfig
@@ -57,3 +59,27 @@ def test_an_over_limit_member_gets_its_own_error_while_the_rest_are_served(
     assert result.members["zz-hostile"].partitions == ()
     logged = [r.getMessage() for r in caplog.records if "zz-hostile" in r.getMessage()]
     assert logged and all(len(line) < 600 for line in logged)
+
+
+# --- a newer build's error code --------------------------------------------------------------
+
+
+def test_a_shutdown_request_from_a_newer_build_reaches_every_member_at_once() -> None:
+    """From version 4 on the error code sits in the header, so this leader sees the request in
+    the same rebalance instead of after version probing has made the member downgrade."""
+    members = _members()
+    members["9-1"] = msgpack.packb([4, 4, 0x53, int(AssignorError.SHUTDOWN_REQUESTED), b"?"])
+    result = assign_group(shop(), CONFIG, group(members))
+    assert result.error is AssignorError.SHUTDOWN_REQUESTED
+    assert "9-1" in result.detail
+    for member in members:
+        assert decoded(result, member, Codec()).error_code is AssignorError.SHUTDOWN_REQUESTED
+
+
+def test_a_newer_build_without_an_error_is_served_and_probed_not_shut_down() -> None:
+    members = _members()
+    members["9-1"] = msgpack.packb([4, 4, 0x53, int(AssignorError.NONE), b"?"])
+    result = assign_group(shop(), CONFIG, group(members))
+    assert result.error is AssignorError.NONE and not result.rejected
+    assert decoded(result, "9-1", Codec()).error_code is AssignorError.NONE
+    assert result.followup  # it rejoins at this leader's version
