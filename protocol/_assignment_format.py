@@ -18,27 +18,36 @@ with topics ascending and partitions delta-coded, so a partition usually costs o
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from operator import attrgetter
-from typing import cast
 
 import msgpack
 
-from protocol._limits import INT32_MAX, INT64_MAX, check_array, check_wire_str
+from protocol._limits import (
+    INT32_MAX,
+    INT64_MAX,
+    MAX_HOST_MAP_PARTITIONS,
+    MAX_HOSTS,
+    MAX_MEMBER_TASKS,
+    MAX_NAMED_TOPOLOGIES,
+    MAX_STANDBY_PARTITIONS,
+    MAX_TOPICS,
+    check_array,
+    check_count,
+    check_wire_str,
+)
 from protocol._read import (
     KIND_ASSIGNMENT,
+    Reader,
     error_code,
     fail,
     host_info,
     interned_partitions,
-    need_int,
-    need_list,
-    need_str,
+    quote,
     task_id,
     topic_partition,
 )
-from protocol.errors import AssignorError
 from protocol.ids import HostInfo, TaskId, TopicPartition
 from protocol.messages import NO_FOLLOWUP_REBALANCE, AssignmentInfo
 
@@ -83,6 +92,11 @@ def host_section(info: AssignmentInfo, version: int) -> HostSection:
     host_maps = [info.partitions_by_host]
     if version >= 2:
         host_maps.append(info.standby_partitions_by_host)
+    check_count(
+        sum(len(partitions) for host_map in host_maps for partitions in host_map.values()),
+        "host map partitions",
+        MAX_HOST_MAP_PARTITIONS,
+    )
     topics = _topic_dictionary(host_maps)
     topic_index = {topic: index for index, topic in enumerate(topics)}
     packer = msgpack.Packer(use_bin_type=True)
@@ -112,7 +126,7 @@ def encode(info: AssignmentInfo, version: int, hosts: HostSection) -> bytes:
     extra = sorted(
         {tp.topic for tps in info.standby_tasks.values() for tp in tps}.difference(topic_index)
     )
-    topics = check_array([*hosts.topics, *extra], "topics")
+    topics = check_array([*hosts.topics, *extra], "topics", MAX_TOPICS)
     topic_index.update((topic, len(hosts.topics) + index) for index, topic in enumerate(extra))
     topologies = sorted(
         {t.topology for t in (*info.active_tasks, *info.standby_tasks) if t.topology is not None}
@@ -122,9 +136,19 @@ def encode(info: AssignmentInfo, version: int, hosts: HostSection) -> bytes:
             f"named topologies {topologies} need assignment version {NAMED_TOPOLOGY_VERSION} "
             "or later"
         )
+    check_count(len(topologies), "topologies", MAX_NAMED_TOPOLOGIES)
     topology_index = {
         check_wire_str(name, "topologies"): index + 1 for index, name in enumerate(topologies)
     }
+    check_count(
+        len(info.active_tasks) + len(info.standby_tasks),
+        "active_tasks and standby_tasks",
+        MAX_MEMBER_TASKS,
+    )
+    check_count(
+        sum(map(len, info.standby_tasks.values())), "standby_tasks partitions",
+        MAX_STANDBY_PARTITIONS,
+    )
 
     def task_ints(task: TaskId) -> list[int]:
         if not named:
@@ -140,11 +164,11 @@ def encode(info: AssignmentInfo, version: int, hosts: HostSection) -> bytes:
         entry: list[object] = list(task_ints(task))
         for tp in partitions:
             entry += [topic_index[tp.topic], tp.partition]
-        standby.append(check_array(entry, "standby_tasks entry"))
+        standby.append(entry)
     before: list[object] = [version, info.commonly_supported_version, KIND_ASSIGNMENT, topics]
     if named:
         before.append(topologies)
-    before += [check_array(active, "active_tasks"), check_array(standby, "standby_tasks")]
+    before += [active, standby]
     after: list[object] = [int(info.error_code)]
     if version >= 2:
         after.append(info.next_rebalance_ms)
@@ -188,35 +212,35 @@ def _encode_hosts(host_map: HostMap, topic_index: Mapping[str, int]) -> list[lis
             else:
                 group.append(partition - previous)
             previous = partition
-        for topic_group in entry[2:]:
-            check_array(cast(list[int], topic_group), "host partitions")
-        encoded.append(check_array(entry, "host entry"))
-    return check_array(encoded, "hosts")
+        encoded.append(entry)
+    return check_array(encoded, "hosts", MAX_HOSTS)
 
 
-def decode(items: list[object], version: int, common: int) -> AssignmentInfo:
+def decode(reader: Reader, fields: int, version: int, common: int) -> AssignmentInfo:
+    """Read the fields after the header, in order, each against its own limits."""
     expected = FIELDS[version]
-    if len(items) != expected:
-        fail("payload", f"a version {version} assignment has {expected} fields, not {len(items)}")
-    topics = _decode_names(items[3], "topics", 249)
+    if fields != expected:
+        fail("payload", f"a version {version} assignment has {expected} fields, not {fields}")
+    topics = _decode_names(reader, "topics", MAX_TOPICS, 249)
     named = version >= NAMED_TOPOLOGY_VERSION
-    topologies = _decode_names(items[4], "topologies", None) if named else []
-    rest = items[5:] if named else items[4:]
-    active = _decode_active(rest[0], topologies, named)
-    standby = _decode_standby(rest[1], topics, topologies, named)
-    partitions_by_host = _decode_hosts(rest[2], topics, "partitions_by_host")
+    topologies = _decode_names(reader, "topologies", MAX_NAMED_TOPOLOGIES, None) if named else []
+    active = _decode_active(reader, topologies, named)
+    standby = _decode_standby(reader, topics, topologies, named, MAX_MEMBER_TASKS - len(active))
+    budget = [MAX_HOST_MAP_PARTITIONS]  # partitions both host maps may still list
+    partitions_by_host = _decode_hosts(reader, topics, "partitions_by_host", budget)
     standby_partitions_by_host: dict[HostInfo, frozenset[TopicPartition]] = {}
-    code = AssignorError.NONE
     next_rebalance_ms = NO_FOLLOWUP_REBALANCE
-    if version == 1:
-        code = error_code(rest[3])
-    else:
-        standby_partitions_by_host = _decode_hosts(rest[3], topics, "standby_partitions_by_host")
-        code = error_code(rest[4])
-        next_rebalance_ms = need_int(rest[5], "next_rebalance_ms", 0, INT64_MAX)
+    if version >= 2:
+        standby_partitions_by_host = _decode_hosts(
+            reader, topics, "standby_partitions_by_host", budget
+        )
+    code = error_code(reader.value("error_code"))
+    if version >= 2:
+        next_rebalance_ms = reader.integer("next_rebalance_ms", 0, INT64_MAX)
+    reader.finish()
     both = set(active).intersection(standby)
     if both:
-        fail("standby_tasks", f"tasks {sorted(map(str, both))} are also active")
+        fail("standby_tasks", f"tasks {quote(sorted(map(str, both)))} are also active")
     return AssignmentInfo.model_construct(
         version=version,
         commonly_supported_version=common,
@@ -229,16 +253,16 @@ def decode(items: list[object], version: int, common: int) -> AssignmentInfo:
     )
 
 
-def _decode_names(value: object, field: str, max_len: int | None) -> list[str]:
-    names = need_list(value, field)
-    for index, name in enumerate(names):
+def _decode_names(reader: Reader, field: str, limit: int, max_len: int | None) -> list[str]:
+    names: list[str] = []
+    for index in range(reader.array(field, limit)):
         if max_len is None:
-            need_str(name, f"{field}[{index}]")
+            names.append(reader.text(f"{field}[{index}]"))
         else:
-            need_str(name, f"{field}[{index}]", max_len)
+            names.append(reader.text(f"{field}[{index}]", max_len))
     if len(set(names)) != len(names):
         fail(field, "contains a name twice")
-    return names  # type: ignore[return-value]
+    return names
 
 
 def _read_task(
@@ -251,24 +275,31 @@ def _read_task(
         if type(k) is not int or not 0 <= k <= len(topologies):
             fail(
                 f"{where}.topology",
-                f"{k!r} is not 0 or an index into the {len(topologies)} topologies (plus one)",
+                f"{quote(k)} is not 0 or an index into the {len(topologies)} topologies "
+                "(plus one)",
             )
         topology = topologies[k - 1] if k else None
         at += 1
     subtopology = ints[at]
     partition = ints[at + 1]
     if type(subtopology) is not int or not 0 <= subtopology <= INT32_MAX:
-        fail(f"{where}.subtopology", f"{subtopology!r} is not an int32 >= 0")
+        fail(f"{where}.subtopology", f"{quote(subtopology)} is not an int32 >= 0")
     if type(partition) is not int or not 0 <= partition <= INT32_MAX:
-        fail(f"{where}.partition", f"{partition!r} is not an int32 >= 0")
+        fail(f"{where}.partition", f"{quote(partition)} is not an int32 >= 0")
     return task_id(subtopology, partition, topology)
 
 
-def _decode_active(value: object, topologies: list[str], named: bool) -> list[TaskId]:
-    ints = need_list(value, "active_tasks")
+def _decode_active(reader: Reader, topologies: list[str], named: bool) -> list[TaskId]:
     width = 3 if named else 2
-    if len(ints) % width:
-        fail("active_tasks", f"expected {width} ints per task, got {len(ints)} ints in all")
+    length = reader.array("active_tasks", None)  # a count; checked next
+    if length % width:
+        fail("active_tasks", f"expected {width} ints per task, got {length} ints in all")
+    if length // width > MAX_MEMBER_TASKS:
+        fail(
+            "active_tasks",
+            f"declares {length // width:,} tasks; at most {MAX_MEMBER_TASKS:,} are allowed",
+        )
+    ints = reader.values("active_tasks", length, lambda at: f"active_tasks[{at // width}]")
     active: list[TaskId] = []
     if not named:
         # The hot path of a member's decode: no per-task calls beyond the shared-instance lookup.
@@ -285,66 +316,108 @@ def _decode_active(value: object, topologies: list[str], named: bool) -> list[Ta
                 at = 2 * len(active)
                 _read_task(ints, at, topologies, named, f"active_tasks[{len(active)}]")
         return active
-    for at in range(0, len(ints), width):
+    for at in range(0, length, width):
         active.append(_read_task(ints, at, topologies, named, f"active_tasks[{at // width}]"))
     return active
 
 
 def _decode_standby(
-    value: object, topics: list[str], topologies: list[str], named: bool
+    reader: Reader, topics: list[str], topologies: list[str], named: bool, tasks_left: int
 ) -> dict[TaskId, tuple[TopicPartition, ...]]:
-    entries = need_list(value, "standby_tasks")
+    """The standby tasks; with the active ones they may number ``MAX_MEMBER_TASKS``."""
     width = 3 if named else 2
     standby: dict[TaskId, tuple[TopicPartition, ...]] = {}
-    for index, raw_entry in enumerate(entries):
+    left = MAX_STANDBY_PARTITIONS
+    tasks = reader.array("standby_tasks", MAX_MEMBER_TASKS)
+    if tasks > tasks_left:
+        fail(
+            "standby_tasks",
+            f"declares {tasks:,} tasks after {MAX_MEMBER_TASKS - tasks_left:,} active ones; at "
+            f"most {MAX_MEMBER_TASKS:,} are allowed in all",
+        )
+    for index in range(tasks):
         field = f"standby_tasks[{index}]"
-        entry = need_list(raw_entry, field)
-        if len(entry) < width or (len(entry) - width) % 2:
+        length = reader.array(field, None)  # a count; the budget is checked next
+        if length < width or (length - width) % 2:
             fail(field, "expected a task followed by (topic index, partition) pairs")
+        count = (length - width) // 2
+        if count > left:
+            fail(
+                "standby_tasks",
+                f"name more than {MAX_STANDBY_PARTITIONS:,} partitions (task {index} declares "
+                f"{count:,} after {MAX_STANDBY_PARTITIONS - left:,})",
+            )
+        left -= count
+        entry = reader.values(field, length, _standby_element(field, width))
         task = _read_task(entry, 0, topologies, named, field)
         if task in standby:
             fail(field, f"task {task} appears more than once")
         standby[task] = tuple(
-            _partition(topics, entry[at], entry[at + 1], field)
-            for at in range(width, len(entry), 2)
+            _partition(topics, entry[at], entry[at + 1], field) for at in range(width, length, 2)
         )
     return standby
 
 
+def _standby_element(field: str, width: int) -> Callable[[int], str]:
+    """Names the i-th value of a standby entry: the task's ints, then topic/partition pairs."""
+    return lambda at: (
+        field if at < width else f"{field}.{'partition' if (at - width) % 2 else 'topic'}"
+    )
+
+
+def _host_group_element(field: str) -> Callable[[int], str]:
+    """Names the i-th value of a host's topic group: the topic index, then partition deltas."""
+    return lambda at: f"{field}.{'partition' if at else 'topic'}"
+
+
 def _partition(topics: list[str], index: object, partition: object, field: str) -> TopicPartition:
     if type(index) is not int or not 0 <= index < len(topics):
-        fail(f"{field}.topic", f"{index!r} is not an index into the {len(topics)} topics")
+        fail(f"{field}.topic", f"{quote(index)} is not an index into the {len(topics)} topics")
     if type(partition) is not int or not 0 <= partition <= INT32_MAX:
-        fail(f"{field}.partition", f"{partition!r} is not an int32 >= 0")
+        fail(f"{field}.partition", f"{quote(partition)} is not an int32 >= 0")
     return topic_partition(topics[index], partition)
 
 
 def _decode_hosts(
-    value: object, topics: list[str], name: str
+    reader: Reader, topics: list[str], name: str, budget: list[int]
 ) -> dict[HostInfo, frozenset[TopicPartition]]:
-    entries = need_list(value, name)
+    """One host map; ``budget[0]`` is how many partitions both maps may still list, and each
+    topic group's declared length is checked against it before its partitions are read."""
     known = interned_partitions().get
+    value = reader.value
     hosts: dict[HostInfo, frozenset[TopicPartition]] = {}
-    for index, raw_entry in enumerate(entries):
+    for index in range(reader.array(name, MAX_HOSTS)):
         field = f"{name}[{index}]"
-        entry = need_list(raw_entry, field)
-        if len(entry) < 2:
+        # Topics ascend within an entry, so an entry has at most one group per topic.
+        length = reader.array(field, 2 + len(topics))
+        if length < 2:
             fail(field, "expected [host, port, partitions by topic...]")
-        host = host_info(entry[0], entry[1], field)
+        host = host_info(value(f"{field}.host"), value(f"{field}.port"), field)
         if host in hosts:
             fail(field, f"host {host} appears more than once")
         partitions: list[TopicPartition] = []
         append = partitions.append
         previous_topic = -1
-        for raw_group in entry[2:]:
-            group = need_list(raw_group, f"{field}.partitions")
-            if len(group) < 2:
+        partition_field = f"{field}.partition"
+        element = _host_group_element(field)
+        for _ in range(length - 2):
+            size = reader.array(f"{field}.partitions", None)  # a count; see below
+            if size < 2:
                 fail(f"{field}.partitions", "expected [topic index, partition deltas...]")
+            if size - 1 > budget[0]:
+                fail(
+                    name,
+                    f"the host maps list more than {MAX_HOST_MAP_PARTITIONS:,} partitions "
+                    f"({field} declares {size - 1:,} after "
+                    f"{MAX_HOST_MAP_PARTITIONS - budget[0]:,})",
+                )
+            budget[0] -= size - 1
+            group = reader.values(f"{field}.partitions", size, element)
             topic_at = group[0]
             if type(topic_at) is not int or not previous_topic < topic_at < len(topics):
                 fail(
                     f"{field}.topic",
-                    f"{topic_at!r} is not an ascending index into the {len(topics)} topics",
+                    f"{quote(topic_at)} is not an ascending index into the {len(topics)} topics",
                 )
             previous_topic = topic_at
             topic = topics[topic_at]
@@ -352,8 +425,8 @@ def _decode_hosts(
             for step in group[1:]:
                 if type(step) is not int or step < (0 if partition < 0 else 1):
                     fail(
-                        f"{field}.partition",
-                        f"delta {step!r} after partition {partition}: "
+                        partition_field,
+                        f"delta {quote(step)} after partition {partition}: "
                         "partitions must be strictly increasing",
                     )
                 partition = step if partition < 0 else partition + step
@@ -361,7 +434,7 @@ def _decode_hosts(
                 tp = known((topic, partition))
                 if tp is None:
                     if partition > INT32_MAX:
-                        fail(f"{field}.partition", f"{partition} is beyond the int32 range")
+                        fail(partition_field, f"{partition} is beyond the int32 range")
                     tp = topic_partition(topic, partition)
                 append(tp)
         hosts[host] = frozenset(partitions)

@@ -1,4 +1,4 @@
-"""Checked reading: bounded msgpack parsing, typed field checks, and shared id instances.
+"""Checked reading: a streaming msgpack reader, typed field checks, and shared id instances.
 
 Everything here raises ``ProtocolError`` naming the field; nothing trusts a value's type, since
 msgpack will happily hand back a bool where an int belongs or a list where a string does.
@@ -8,19 +8,19 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Callable
 from typing import Final, NoReturn
 
 import msgpack
 
 from protocol._limits import (
     INT32_MAX,
-    MAX_ARRAY_LEN,
-    MAX_CLIENT_TAGS,
     MAX_PAYLOAD_BYTES,
+    MAX_QUOTE_CHARS,
     MAX_STRING_BYTES,
     PROCESS_ID_BYTES,
 )
-from protocol.errors import AssignorError, ProtocolError
+from protocol.errors import AssignorError, ProtocolError, shorten
 from protocol.ids import (
     HostInfo,
     ProcessId,
@@ -42,10 +42,22 @@ SECOND_NAMES: Final = {
 }
 
 _ERROR_CODES: Final = {int(code): code for code in AssignorError}
+_NIL: Final = 0xC0
 
 
 def fail(field: str, problem: str) -> NoReturn:
     raise ProtocolError(field, problem)
+
+
+def quote(value: object) -> str:
+    """A received value as an error message shows it: ``repr`` of at most ``MAX_QUOTE_CHARS``.
+
+    Containers are described, never printed: their repr would be as long as they are, and
+    recursive for nested ones.
+    """
+    if isinstance(value, list | dict | tuple):
+        return f"{'a map' if isinstance(value, dict) else 'an array'} of {len(value)} elements"
+    return shorten(repr(value), MAX_QUOTE_CHARS)
 
 
 def as_bytes(data: object) -> bytes:
@@ -59,45 +71,186 @@ def as_bytes(data: object) -> bytes:
     if not raw:
         fail("payload", "is empty")
     if len(raw) > MAX_PAYLOAD_BYTES:
-        fail("payload", f"{len(raw)} bytes exceeds the limit of {MAX_PAYLOAD_BYTES} bytes")
+        fail("payload", f"{len(raw):,} bytes exceeds the limit of {MAX_PAYLOAD_BYTES:,} bytes")
     return raw
 
 
-def read_header(raw: bytes) -> tuple[int, int, int]:
-    """Read ``[version, second, kind, ...`` without touching the rest of the payload.
+def _msgpack_type(first_byte: int) -> str:
+    """What a msgpack value starting with ``first_byte`` is, for error messages."""
+    if first_byte <= 0x7F or first_byte >= 0xE0 or 0xCC <= first_byte <= 0xD3:
+        return "an integer"
+    if first_byte <= 0x8F or first_byte in (0xDE, 0xDF):
+        return "a map"
+    if first_byte <= 0x9F or first_byte in (0xDC, 0xDD):
+        return "an array"
+    if first_byte <= 0xBF or 0xD9 <= first_byte <= 0xDB:
+        return "a string"
+    return _OTHER_TYPES.get(first_byte, "an extension type")
+
+
+def _refused_type(exc: Exception) -> str:
+    """What msgpack refused to read where a single value belongs, from its refusal.
+
+    (Its position cannot tell: after a refusal msgpack has consumed a multi-byte header but not
+    a one-byte one.)
+    """
+    if isinstance(exc, UnicodeDecodeError):
+        return "a string that is not UTF-8"
+    message = str(exc)
+    for limit, what in _LIMIT_TYPES.items():
+        if limit in message:
+            return f"{what}, which the format does not have here"
+    return "bytes that are not msgpack"
+
+
+_LIMIT_TYPES: Final = {
+    "max_array_len": "an array",
+    "max_map_len": "a map",
+    "max_str_len": "a string over the length limit",
+    "max_bin_len": "binary data over the length limit",
+    "max_ext_len": "an extension type",
+}
+
+_OTHER_TYPES: Final = {
+    0xC0: "nil",
+    0xC1: "the never-used byte 0xc1",
+    0xC2: "a bool",
+    0xC3: "a bool",
+    0xC4: "binary",
+    0xC5: "binary",
+    0xC6: "binary",
+    0xCA: "a float",
+    0xCB: "a float",
+}
+
+
+class Reader:
+    """One payload, read front to back: containers by their headers, the rest value by value.
+
+    msgpack's one-shot ``unpackb`` builds the whole tree before the codec sees any of it, so a
+    field's limit could only be checked after its elements were paid for, and a value nested a
+    thousand levels deep reached code that formats values recursively. Here the codec reads each
+    container's header itself and checks the declared length against that field's own limit
+    before reading an element, and ``value`` refuses any container (msgpack's ``max_array_len``
+    and ``max_map_len`` are 0), so nothing nests deeper than the format does and the work is
+    linear in the elements the limits allow. No recursion depends on the input.
+    """
+
+    __slots__ = ("_raw", "_unpack", "_unpacker")
+
+    def __init__(self, raw: bytes) -> None:
+        unpacker = msgpack.Unpacker(
+            max_buffer_size=len(raw),
+            raw=False,
+            strict_map_key=True,
+            max_str_len=MAX_STRING_BYTES,
+            max_bin_len=PROCESS_ID_BYTES,
+            max_array_len=0,  # an empty array is all ``value`` may return
+            max_map_len=0,
+            max_ext_len=0,
+        )
+        unpacker.feed(raw)
+        self._raw = raw
+        self._unpacker = unpacker
+        self._unpack = unpacker.unpack
+
+    def _refuse(self, field: str, exc: Exception) -> NoReturn:
+        if isinstance(exc, msgpack.OutOfData):
+            # The payload as a whole is at fault, wherever the cut fell.
+            fail("payload", "is truncated" + ("" if field == "payload" else f" (in {field})"))
+        fail(field, f"holds {_refused_type(exc)} ({shorten(str(exc), MAX_QUOTE_CHARS)})")
+
+    def array(self, field: str, limit: int | None) -> int:
+        """Read an array header and return its length, refused when it declares over ``limit``.
+
+        ``None``: the caller checks the length against a budget of its own before reading on.
+        """
+        at = self._unpacker.tell()
+        try:
+            length: int = self._unpacker.read_array_header()
+        except (msgpack.UnpackException, ValueError) as exc:
+            if at < len(self._raw) and not isinstance(exc, msgpack.OutOfData):
+                fail(field, f"expected an array, got {_msgpack_type(self._raw[at])}")
+            self._refuse(field, exc)
+        if limit is not None and length > limit:
+            fail(field, f"declares {length:,} elements; at most {limit:,} are allowed")
+        return length
+
+    def map(self, field: str, limit: int) -> int:
+        """Read a map header and return its size, refused when it declares over ``limit``."""
+        at = self._unpacker.tell()
+        try:
+            size: int = self._unpacker.read_map_header()
+        except (msgpack.UnpackException, ValueError) as exc:
+            if at < len(self._raw) and not isinstance(exc, msgpack.OutOfData):
+                fail(field, f"expected a map, got {_msgpack_type(self._raw[at])}")
+            self._refuse(field, exc)
+        if size > limit:
+            fail(field, f"declares {size:,} entries; at most {limit:,} are allowed")
+        return size
+
+    def nil(self) -> bool:
+        """Consume a nil if one comes next; say whether it did."""
+        at = self._unpacker.tell()
+        if at < len(self._raw) and self._raw[at] == _NIL:
+            self._unpack()
+            return True
+        return False
+
+    def value(self, field: str) -> object:
+        """The next value, which must not be a container (empty ones aside): see the class."""
+        try:
+            return self._unpack()
+        except (msgpack.UnpackException, ValueError) as exc:
+            self._refuse(field, exc)
+
+    def values(
+        self, field: str, count: int, element: Callable[[int], str] | None = None
+    ) -> list[object]:
+        """The next ``count`` values (none a container): the elements of an array whose header
+        was just read and checked. ``element(i)`` names the i-th one should it be refused."""
+        read: list[object] = []
+        append = read.append
+        unpack = self._unpack
+        try:
+            for _ in range(count):
+                append(unpack())
+        except (msgpack.UnpackException, ValueError) as exc:
+            self._refuse(field if element is None else element(len(read)), exc)
+        return read
+
+    def integer(self, field: str, low: int, high: int) -> int:
+        return need_int(self.value(field), field, low, high)
+
+    def text(self, field: str, max_len: int = MAX_STRING_BYTES) -> str:
+        return need_str(self.value(field), field, max_len)
+
+    def optional_text(self, field: str) -> str | None:
+        return optional_str(self.value(field), field)
+
+    def finish(self) -> None:
+        """The message must end where its outer array does."""
+        extra = len(self._raw) - self._unpacker.tell()
+        if extra:
+            fail("payload", f"has {extra:,} bytes after the message")
+
+
+def read_header(reader: Reader) -> tuple[int, int, int, int]:
+    """Read ``[version, second, kind, ...`` and return them with the top-level field count.
 
     This is all a reader can rely on in a version newer than its own, so it must not depend on
     anything after the kind marker.
     """
-    unpacker = msgpack.Unpacker(
-        max_buffer_size=len(raw),
-        max_str_len=MAX_STRING_BYTES,
-        max_bin_len=PROCESS_ID_BYTES,
-        max_array_len=min(MAX_ARRAY_LEN, len(raw)),
-        max_map_len=min(MAX_CLIENT_TAGS, len(raw)),
-        max_ext_len=0,
-    )
-    unpacker.feed(raw)
-    try:
-        length = unpacker.read_array_header()
-    except msgpack.OutOfData:
-        fail("payload", "is truncated before the header")
-    except ValueError:
-        fail("payload", "does not start with a msgpack array")
+    length = reader.array("payload", None)  # checked against the version's field count
     if length < 3:
         fail("payload", f"has {length} top-level fields; at least 3 (the header) are required")
-    try:
-        version = unpacker.unpack()
-        second = unpacker.unpack()
-        kind = unpacker.unpack()
-    except msgpack.OutOfData:
-        fail("payload", "is truncated inside the header")
-    except (msgpack.UnpackException, ValueError) as exc:
-        fail("payload", f"has a header that is not msgpack within the format's limits ({exc})")
+    version = reader.value("payload")
+    second = reader.value("payload")
+    kind = reader.value("payload")
     if type(kind) is not int or kind not in KIND_NAMES:
         fail(
             "kind",
-            f"{kind!r} is neither {KIND_SUBSCRIPTION} (subscription) nor "
+            f"{quote(kind)} is neither {KIND_SUBSCRIPTION} (subscription) nor "
             f"{KIND_ASSIGNMENT} (assignment)",
         )
     second_name = SECOND_NAMES[kind]
@@ -105,32 +258,7 @@ def read_header(raw: bytes) -> tuple[int, int, int]:
     second = need_int(second, second_name, 1, INT32_MAX)
     if second < version:
         fail(second_name, f"{second} is older than the version {version} the payload is written in")
-    return version, second, kind
-
-
-def unpack_all(raw: bytes) -> list[object]:
-    """Parse the whole payload with every msgpack limit set; the top level must be an array."""
-    size = len(raw)
-    try:
-        value = msgpack.unpackb(
-            raw,
-            raw=False,
-            use_list=True,
-            strict_map_key=True,
-            max_str_len=MAX_STRING_BYTES,
-            max_bin_len=PROCESS_ID_BYTES,
-            max_array_len=min(MAX_ARRAY_LEN, size),
-            max_map_len=min(MAX_CLIENT_TAGS, size),
-            max_ext_len=0,
-        )
-    except msgpack.ExtraData:
-        fail("payload", "has bytes after the message")
-    except (msgpack.UnpackException, ValueError) as exc:
-        # Truncation, a limit hit, invalid UTF-8, an extension type, a non-string map key.
-        fail("payload", f"is not msgpack within the format's limits ({exc})")
-    if type(value) is not list:
-        fail("payload", "is not a msgpack array")
-    return value
+    return version, second, kind, length
 
 
 def need_int(value: object, field: str, low: int, high: int) -> int:
@@ -141,19 +269,13 @@ def need_int(value: object, field: str, low: int, high: int) -> int:
     return value
 
 
-def need_list(value: object, field: str) -> list[object]:
-    if type(value) is not list:
-        fail(field, f"expected an array, got {type(value).__name__}")
-    return value
-
-
 def need_str(value: object, field: str, max_len: int = MAX_STRING_BYTES) -> str:
     if type(value) is not str:
         fail(field, f"expected a string, got {type(value).__name__}")
     if not value:
         fail(field, "is empty")
     if len(value) > max_len:
-        fail(field, f"is {len(value)} characters long; at most {max_len} are allowed")
+        fail(field, f"is {len(value):,} characters long; at most {max_len:,} are allowed")
     return value
 
 
@@ -184,7 +306,7 @@ def host_info(host: object, port: object, field: str) -> HostInfo:
     name = need_str(host, f"{field}.host", 255)
     number = need_int(port, f"{field}.port", 0, 65535)
     if _WHITESPACE.search(name):
-        fail(f"{field}.host", f"{name!r} contains whitespace")
+        fail(f"{field}.host", f"{quote(name)} contains whitespace")
     if len(_hosts) >= _INTERN_LIMIT:
         _hosts.clear()
     made = _hosts[(name, number)] = HostInfo.model_construct(host=name, port=number)
@@ -224,6 +346,13 @@ def topic_partition(topic: str, partition: int) -> TopicPartition:
             _partitions.clear()
         tp = _partitions[key] = trusted_topic_partition(topic, partition)
     return tp
+
+
+def forget_interned() -> None:
+    """Empty the shared-instance tables, so the next decode pays for every id (benchmarks)."""
+    _tasks.clear()
+    _partitions.clear()
+    _hosts.clear()
 
 
 def interned_partitions() -> dict[tuple[str, int], TopicPartition]:

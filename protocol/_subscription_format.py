@@ -16,26 +16,25 @@ outside the Streams user data and aiokafka drops: the rack id and ``group.instan
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from protocol._limits import (
     INT32_MAX,
     INT64_MAX,
     MAX_CLIENT_TAGS,
-    check_array,
+    MAX_OFFSET_SUMS,
+    check_count,
     check_wire_str,
 )
 from protocol._read import (
     KIND_SUBSCRIPTION,
+    Reader,
     error_code,
     fail,
     host_info,
     interned_tasks,
-    need_int,
-    need_list,
-    need_str,
-    optional_str,
     process_id,
+    quote,
     task_id,
 )
 from protocol.errors import AssignorError
@@ -75,8 +74,7 @@ def encode(info: SubscriptionInfo, version: int) -> list[object]:
 
 
 def _encode_tags(tags: Mapping[str, str]) -> dict[str, str]:
-    if len(tags) > MAX_CLIENT_TAGS:
-        raise ValueError(f"client_tags: {len(tags)} tags exceed the limit of {MAX_CLIENT_TAGS}")
+    check_count(len(tags), "client_tags", MAX_CLIENT_TAGS)
     for key, value in tags.items():
         check_wire_str(key, "client_tags key")
         check_wire_str(value, f"client_tags[{key!r}]", allow_empty=True)
@@ -84,6 +82,7 @@ def _encode_tags(tags: Mapping[str, str]) -> dict[str, str]:
 
 
 def _encode_offset_sums(sums: Mapping[TaskId, int], *, named: bool) -> list[list[object]]:
+    check_count(len(sums), "task_offset_sums", MAX_OFFSET_SUMS)
     groups: dict[tuple[str | None, int], list[tuple[int, int]]] = {}
     for task, offset_sum in sums.items():
         if task.topology is not None and not named:
@@ -105,7 +104,7 @@ def _encode_offset_sums(sums: Mapping[TaskId, int], *, named: bool) -> list[list
         for partition, offset_sum in entries:
             group += [partition - previous, offset_sum]
             previous = partition
-        encoded.append(check_array(group, "task_offset_sums group"))
+        encoded.append(group)
     return encoded
 
 
@@ -114,29 +113,34 @@ def _group_order(item: tuple[tuple[str | None, int], object]) -> tuple[bool, str
     return (topology is not None, topology or "", subtopology)
 
 
-def decode(items: list[object], version: int, latest: int) -> SubscriptionInfo:
+def decode(reader: Reader, fields: int, version: int, latest: int) -> SubscriptionInfo:
+    """Read the fields after the header, in order, each against its own limits."""
     expected = FIELDS[version]
-    if len(items) != expected:
-        fail("payload", f"a version {version} subscription has {expected} fields, not {len(items)}")
+    if fields != expected:
+        fail("payload", f"a version {version} subscription has {expected} fields, not {fields}")
     unique_field = 0
     code = AssignorError.NONE
     client_tags: dict[str, str] = {}
     rack_id = None
     group_instance_id = None
+    pid = process_id(reader.value("process_id"))
+    endpoint = _decode_endpoint(reader)
+    sums = _decode_offset_sums(reader, named=version >= NAMED_TOPOLOGY_VERSION)
     if version >= 2:
-        unique_field = need_int(items[6], "unique_field", 0, 255)
-        code = error_code(items[7])
+        unique_field = reader.integer("unique_field", 0, 255)
+        code = error_code(reader.value("error_code"))
     if version >= 3:
-        client_tags = _decode_tags(items[8])
-        rack_id = optional_str(items[9], "rack_id")
-        if items[10] is not None:
-            group_instance_id = need_str(items[10], "group_instance_id", 249)
+        client_tags = _decode_tags(reader)
+        rack_id = reader.optional_text("rack_id")
+        if not reader.nil():
+            group_instance_id = reader.text("group_instance_id", 249)
+    reader.finish()
     return SubscriptionInfo.model_construct(
         version=version,
         latest_supported_version=latest,
-        process_id=process_id(items[3]),
-        user_endpoint=_decode_endpoint(items[4]),
-        task_offset_sums=_decode_offset_sums(items[5], named=version >= NAMED_TOPOLOGY_VERSION),
+        process_id=pid,
+        user_endpoint=endpoint,
+        task_offset_sums=sums,
         unique_field=unique_field,
         error_code=code,
         client_tags=client_tags,
@@ -145,54 +149,70 @@ def decode(items: list[object], version: int, latest: int) -> SubscriptionInfo:
     )
 
 
-def _decode_endpoint(value: object) -> HostInfo | None:
-    if value is None:
+def _decode_endpoint(reader: Reader) -> HostInfo | None:
+    if reader.nil():
         return None
-    pair = need_list(value, "user_endpoint")
-    if len(pair) != 2:
-        fail("user_endpoint", f"expected [host, port], got {len(pair)} elements")
-    return host_info(pair[0], pair[1], "user_endpoint")
+    length = reader.array("user_endpoint", 2)
+    if length != 2:
+        fail("user_endpoint", f"expected [host, port], got {length} elements")
+    host = reader.value("user_endpoint.host")
+    return host_info(host, reader.value("user_endpoint.port"), "user_endpoint")
 
 
-def _decode_tags(value: object) -> dict[str, str]:
-    if type(value) is not dict:
-        fail("client_tags", f"expected a map, got {type(value).__name__}")
-    for key, tag in value.items():
-        need_str(key, "client_tags")
+def _decode_tags(reader: Reader) -> dict[str, str]:
+    tags: dict[str, str] = {}
+    for _ in range(reader.map("client_tags", MAX_CLIENT_TAGS)):
+        key = reader.text("client_tags")
+        tag = reader.value(f"client_tags[{quote(key)}]")
         if type(tag) is not str:
-            fail(f"client_tags[{key!r}]", f"expected a string, got {type(tag).__name__}")
-    return value
+            fail(f"client_tags[{quote(key)}]", f"expected a string, got {type(tag).__name__}")
+        if key in tags:
+            fail("client_tags", f"key {quote(key)} appears twice")
+        tags[key] = tag
+    return tags
 
 
-def _decode_offset_sums(value: object, *, named: bool) -> dict[TaskId, int]:
-    groups = need_list(value, "task_offset_sums")
+def _offset_sum_element(field: str) -> Callable[[int], str]:
+    """Names the i-th value after a group's head: a partition delta, then its sum."""
+    return lambda index: f"{field}.{'offset_sum' if index % 2 else 'partition'}"
+
+
+def _decode_offset_sums(reader: Reader, *, named: bool) -> dict[TaskId, int]:
+    """Groups of ``[topology?, subtopology, delta, sum, delta, sum, ...]``, at most
+    ``MAX_OFFSET_SUMS`` sums in all: each group's declared length is checked against what is
+    left of that budget before any of its elements is read."""
     head = 2 if named else 1
     sums: dict[TaskId, int] = {}
     known = interned_tasks().get
     seen: set[tuple[str | None, int]] = set()
-    for index, raw_group in enumerate(groups):
+    for index in range(reader.array("task_offset_sums", MAX_OFFSET_SUMS)):
         field = f"task_offset_sums[{index}]"
-        group = need_list(raw_group, field)
-        if len(group) < head + 2 or (len(group) - head) % 2:
+        length = reader.array(field, None)  # a count; the budget is checked next
+        if length < head + 2 or (length - head) % 2:
             fail(field, "expected a subtopology followed by (partition delta, offset sum) pairs")
-        topology = optional_str(group[0], f"{field}.topology") if named else None
-        subtopology = need_int(group[head - 1], f"{field}.subtopology", 0, INT32_MAX)
+        if len(sums) + (length - head) // 2 > MAX_OFFSET_SUMS:
+            fail(
+                "task_offset_sums",
+                f"holds more than {MAX_OFFSET_SUMS:,} offset sums (group {index} declares "
+                f"{(length - head) // 2:,} after {len(sums):,})",
+            )
+        topology = reader.optional_text(f"{field}.topology") if named else None
+        subtopology = reader.integer(f"{field}.subtopology", 0, INT32_MAX)
         # Partitions strictly increase within a group, so tasks are unique iff groups are.
         if (topology, subtopology) in seen:
             fail(
                 field,
-                f"subtopology {subtopology} of topology {topology} appears in more than one group",
+                f"subtopology {subtopology} of topology {quote(topology)} appears in more than "
+                "one group",
             )
         seen.add((topology, subtopology))
         partition = -1
-        pairs = iter(group)
-        for _ in range(head):
-            next(pairs)
+        pairs = iter(reader.values(field, length - head, _offset_sum_element(field)))
         for step, offset_sum in zip(pairs, pairs, strict=True):
             if type(step) is not int or step < (0 if partition < 0 else 1):
                 fail(
                     f"{field}.partition",
-                    f"delta {step!r} after partition {partition}: "
+                    f"delta {quote(step)} after partition {partition}: "
                     "partitions must be strictly increasing",
                 )
             partition = step if partition < 0 else partition + step
@@ -205,7 +225,7 @@ def _decode_offset_sums(value: object, *, named: bool) -> dict[TaskId, int]:
             ):
                 fail(
                     f"{field}.offset_sum",
-                    f"{offset_sum!r} for partition {partition} is not "
+                    f"{quote(offset_sum)} for partition {partition} is not "
                     "-2 (running), -3 (unknown) or a non-negative int64",
                 )
             task = known((subtopology, partition, topology))  # the shared-instance lookup, inlined

@@ -16,6 +16,12 @@ version    subscription adds                       assignment adds
            id, named topologies
 =========  ======================================  ==========================================
 
+From version 4 on (not written yet), every payload keeps its error code as the fourth field,
+``[version, second, kind, error_code, ...]``, and this reader already takes it from any payload
+newer than itself: a member of a newer build that asks for a shutdown is heard at once, not only
+after version probing has made it downgrade (``VersionHeader.error_code``). Versions 1 to 3 keep
+the error code further in, so an older build reading them learns only the version numbers.
+
 Writing an older version drops what it lacks: a v2 subscription loses ``client_tags``,
 ``rack_id`` and ``group_instance_id``; a v1 one loses ``unique_field`` and ``error_code`` too;
 a v1 assignment loses ``standby_partitions_by_host`` and ``next_rebalance_ms``. Tasks of a named
@@ -32,17 +38,23 @@ from typing import Final, Literal, cast
 import msgpack
 
 from protocol import _assignment_format, _subscription_format
-from protocol._limits import MAX_PAYLOAD_BYTES
+from protocol._limits import INT32_MAX, MAX_ASSIGNMENT_BYTES, MAX_SUBSCRIPTION_BYTES
 from protocol._read import (
     KIND_ASSIGNMENT,
+    KIND_NAMES,
     KIND_SUBSCRIPTION,
+    Reader,
     as_bytes,
     fail,
     read_header,
-    unpack_all,
 )
-from protocol.errors import ProtocolError
-from protocol.messages import AssignmentInfo, SubscriptionInfo, VersionHeader
+from protocol.errors import MAX_PROBLEM_CHARS, ProtocolError, shorten
+from protocol.messages import (
+    HEADER_ERROR_CODE_VERSION,
+    AssignmentInfo,
+    SubscriptionInfo,
+    VersionHeader,
+)
 
 LATEST_VERSION: Final = 3
 SUPPORTED_VERSIONS: Final = tuple(range(1, LATEST_VERSION + 1))
@@ -51,6 +63,8 @@ Kind = Literal["subscription", "assignment"]
 Message = SubscriptionInfo | AssignmentInfo | VersionHeader
 
 _ARTICLED = {KIND_SUBSCRIPTION: "a subscription", KIND_ASSIGNMENT: "an assignment"}
+#: Largest payload of each kind that is read beyond its header.
+_MAX_BYTES = {KIND_SUBSCRIPTION: MAX_SUBSCRIPTION_BYTES, KIND_ASSIGNMENT: MAX_ASSIGNMENT_BYTES}
 
 
 class Codec:
@@ -88,7 +102,7 @@ class Codec:
         """Write ``info`` at ``version`` (default ``info.version``); see the module for drops."""
         version = self._version_to_write(version, info.version, "subscription")
         packed = msgpack.packb(_subscription_format.encode(info, version), use_bin_type=True)
-        return _checked_size(packed)
+        return _checked_size(packed, KIND_SUBSCRIPTION)
 
     def encode_assignment(self, info: AssignmentInfo, version: int | None = None) -> bytes:
         """Write ``info`` at ``version`` (default ``info.version``); see the module for drops."""
@@ -96,7 +110,7 @@ class Codec:
         hosts = self._hosts
         if hosts is None or not hosts.matches(info, version):
             hosts = self._hosts = _assignment_format.host_section(info, version)
-        return _checked_size(_assignment_format.encode(info, version, hosts))
+        return _checked_size(_assignment_format.encode(info, version, hosts), KIND_ASSIGNMENT)
 
     def decode_subscription(self, data: bytes) -> SubscriptionInfo | VersionHeader:
         """Read a subscription, or only its header when it is newer than this codec."""
@@ -114,31 +128,48 @@ class Codec:
     def _decode(self, data: object, expected_kind: int | None) -> tuple[int, Message]:
         try:
             raw = as_bytes(data)
-            version, second, kind = read_header(raw)
+            reader = Reader(raw)
+            version, second, kind, fields = read_header(reader)
             if expected_kind is not None and kind != expected_kind:
                 fail("kind", f"this payload is {_ARTICLED[kind]}, not {_ARTICLED[expected_kind]}")
             if version > self.latest_supported:
+                code = None
+                if version >= HEADER_ERROR_CODE_VERSION:
+                    if fields < 4:
+                        fail(
+                            "payload",
+                            f"has {fields} top-level fields; a version {version} payload keeps "
+                            "its error code in the fourth",
+                        )
+                    code = reader.integer("error_code", 0, INT32_MAX)
                 header = VersionHeader.model_construct(
-                    version=version, latest_supported_version=second
+                    version=version, latest_supported_version=second, error_code=code
                 )
                 return kind, header
-            items = unpack_all(raw)
+            if len(raw) > _MAX_BYTES[kind]:
+                fail(
+                    "payload",
+                    f"{len(raw):,} bytes exceeds the limit of {_MAX_BYTES[kind]:,} bytes for "
+                    f"{_ARTICLED[kind]}",
+                )
             if kind == KIND_SUBSCRIPTION:
-                return kind, _subscription_format.decode(items, version, second)
-            return kind, _assignment_format.decode(items, version, second)
+                return kind, _subscription_format.decode(reader, fields, version, second)
+            return kind, _assignment_format.decode(reader, fields, version, second)
         except ProtocolError:
             raise
         except Exception as exc:  # the decoder's contract: nothing but ProtocolError escapes
+            # ``str(exc)`` is cut before it is built into the message: it may quote input.
+            detail = shorten(str(exc), MAX_PROBLEM_CHARS)
             raise ProtocolError(
-                "payload", f"unexpected failure while decoding ({type(exc).__name__}: {exc})"
+                "payload", f"unexpected failure while decoding ({type(exc).__name__}: {detail})"
             ) from exc
 
 
-def _checked_size(packed: bytes) -> bytes:
-    if len(packed) > MAX_PAYLOAD_BYTES:
+def _checked_size(packed: bytes, kind: int) -> bytes:
+    if len(packed) > _MAX_BYTES[kind]:
         raise ValueError(
-            f"the encoded message takes {len(packed)} bytes, over the limit of "
-            f"{MAX_PAYLOAD_BYTES} that readers accept"
+            f"the encoded {KIND_NAMES[kind]} takes {len(packed):,} bytes, over the limit of "
+            f"{_MAX_BYTES[kind]:,} that readers accept"
         )
     return packed
 

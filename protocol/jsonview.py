@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from protocol.errors import AssignorError
 from protocol.ids import HostInfo, TaskId, TopicPartition
 from protocol.messages import NO_FOLLOWUP_REBALANCE, AssignmentInfo, SubscriptionInfo, VersionHeader
 
@@ -75,12 +76,23 @@ def assignment_json(info: AssignmentInfo) -> JsonDict:
     }
 
 
+def _error_name(code: int) -> str:
+    """The ``AssignorError`` name of a code, which a newer build may have added."""
+    try:
+        return AssignorError(code).name
+    except ValueError:
+        return f"unknown to this build ({code})"
+
+
 def header_json(kind: str, header: VersionHeader, reader_latest: int) -> JsonDict:
     second = "latest_supported_version" if kind == "subscription" else "commonly_supported_version"
+    code = header.error_code
+    known: JsonDict = {} if code is None else {"error_code": code, "error": _error_name(code)}
     return {
         "kind": kind,
         "version": header.version,
         second: header.latest_supported_version,
+        **known,
         "newer_than_supported": True,
         "note": (
             f"version {header.version} is newer than this build reads (up to "

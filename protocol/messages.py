@@ -27,13 +27,26 @@ Version = Annotated[int, Field(ge=1, le=2**31 - 1)]
 OffsetSum = Annotated[int, Field(ge=UNKNOWN_OFFSET_SUM, le=2**63 - 1)]
 
 
+#: First version that keeps its error code right after the kind marker (see ``VersionHeader``).
+HEADER_ERROR_CODE_VERSION: Final = 4
+
+
 class VersionHeader(BaseModel):
-    """The two integers every encoding starts with; all a reader can know of a newer version."""
+    """What a reader can know of a version newer than its own.
+
+    The two integers every encoding starts with, and from version ``HEADER_ERROR_CODE_VERSION``
+    on the error code, which those versions keep right after the kind marker so that a reader of
+    any older build sees a shutdown request (or an error) at once instead of one rebalance later.
+    Versions 1 to 3 keep their error code further in, where an older reader cannot look.
+    """
 
     model_config = _FROZEN
 
     version: Version
     latest_supported_version: Version
+    #: the payload's error code as sent: a newer build may know codes this one does not, so it
+    #: stays an int (compare with ``AssignorError`` members); None below version 4 (not carried)
+    error_code: int | None = Field(default=None, ge=0, le=2**31 - 1)
 
 
 class SubscriptionInfo(BaseModel):

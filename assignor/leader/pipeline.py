@@ -271,6 +271,8 @@ def decode_group(members: Mapping[str, MemberSubscription], codec: Codec) -> Dec
                 process_id=FUTURE_PROCESS_ID,
             )
             process_of[member_id] = FUTURE_PROCESS_ID
+            if decoded.error_code == AssignorError.SHUTDOWN_REQUESTED:
+                shutdown.append(member_id)  # versions from 4 carry the code in the header
             continue
         subscriptions[member_id] = decoded
         process_of[member_id] = decoded.process_id

@@ -34,7 +34,9 @@ def revalidate(
 ) -> SubscriptionInfo | AssignmentInfo | VersionHeader:
     if isinstance(message, VersionHeader):
         return VersionHeader(
-            version=message.version, latest_supported_version=message.latest_supported_version
+            version=message.version,
+            latest_supported_version=message.latest_supported_version,
+            error_code=message.error_code,
         )
     if isinstance(message, SubscriptionInfo):
         endpoint = message.user_endpoint

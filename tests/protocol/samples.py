@@ -83,13 +83,16 @@ GOLDEN = {
     **{f"assignment_v{v}.bin": ("assignment", v, assignment(v)) for v in SUPPORTED_VERSIONS},
 }
 
-#: Payloads of a version 9 nobody has written yet: the same header, then fields (an extension
-#: type, a map with integer keys, a long array) that today's reader could not parse.
+#: Payloads of a version 9 nobody has written yet: the same header, the error code right after
+#: it (as every version from 4 keeps it), then fields (an extension type, a map with integer
+#: keys, a long array) that today's reader could not parse. The subscription asks for a
+#: shutdown; the assignment carries a code this build does not know.
+FUTURE_ERROR_CODES = {"future_subscription_v9.bin": 4, "future_assignment_v9.bin": 77}
 FUTURE = {
     "future_subscription_v9.bin": msgpack.packb(
-        [9, 12, 0x53, msgpack.ExtType(42, b"new"), {1: "x"}, list(range(300))]
+        [9, 12, 0x53, 4, msgpack.ExtType(42, b"new"), {1: "x"}, list(range(300))]
     ),
     "future_assignment_v9.bin": msgpack.packb(
-        [9, 9, 0x41, msgpack.ExtType(7, b"\x00" * 32), {2: [b"raw"]}, None]
+        [9, 9, 0x41, 77, msgpack.ExtType(7, b"\x00" * 32), {2: [b"raw"]}, None]
     ),
 }

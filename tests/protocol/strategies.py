@@ -203,5 +203,6 @@ def version_headers(low: int = 1, high: int = INT32_MAX) -> st.SearchStrategy[Ve
             VersionHeader,
             version=st.just(v),
             latest_supported_version=st.integers(v, min(INT32_MAX, v + 5)),
+            error_code=st.none() if v < 4 else st.integers(0, INT32_MAX),
         )
     )

@@ -54,7 +54,7 @@ def test_payload_level_problems() -> None:
     assert_protocol_error(None, "payload", "expected bytes")
     assert_protocol_error(b"", "payload", "empty")
     assert_protocol_error(b"\x90" * (MAX_PAYLOAD_BYTES + 1), "payload", "exceeds the limit")
-    assert_protocol_error(pack(5), "payload", "does not start with a msgpack array")
+    assert_protocol_error(pack(5), "payload", "expected an array, got an integer")
     assert_protocol_error(pack([1, 1]), "payload", "at least 3")
     assert_protocol_error(b"\x93\x01", "payload", "truncated")
     assert_protocol_error(pack(sub_tree()) + b"\x00", "payload", "after the message")
@@ -182,27 +182,35 @@ def test_every_truncation_of_a_golden_file_is_a_protocol_error(path: Path) -> No
 
 
 def test_limits_are_checked_before_allocating() -> None:
-    """A claimed 4-billion-element array or map is refused at its header, by msgpack's own limit
-    check (bounded by the payload's size), before a list of that size is allocated."""
-    header = b"\x96\x01\x01\x53"
+    """A claimed 4-billion-element array or map is refused at its header, before a list of that
+    size is allocated: by the field's own limit where the format has an array, and by msgpack's
+    container limit (0) where it has a single value."""
+    header = b"\x96\x01\x01\x53" + pack(b"\x01" * 16) + b"\xc0"  # up to the offset sums
     bombs = {
-        b"\xdd\xff\xff\xff\xff": "4294967295 exceeds max_array_len(69)",
-        b"\xdf\xff\xff\xff\xff": "4294967295 exceeds max_map_len(64)",
+        b"\xdd\xff\xff\xff\xff": (
+            "task_offset_sums",
+            "declares 4,294,967,295 elements; at most 65,536 are allowed",
+        ),
+        b"\xdf\xff\xff\xff\xff": ("task_offset_sums", "expected an array, got a map"),
+        b"\x91\xdd\xff\xff\xff\xff": ("task_offset_sums", "more than 65,536 offset sums"),
+        b"\x91\x93\xdd\xff\xff\xff\xff": (
+            "task_offset_sums[0].subtopology",
+            "4294967295 exceeds max_array_len(0)",
+        ),
+        b"\x91\x93\xdf\xff\xff\xff\xff": (
+            "task_offset_sums[0].subtopology",
+            "4294967295 exceeds max_map_len(0)",
+        ),
         # strings and binaries are only built once their bytes are all there
-        b"\xdb\xff\xff\xff\xff": "incomplete input",
-        b"\xc6\xff\xff\xff\xff": "incomplete input",
+        b"\x91\x93\xdb\xff\xff\xff\xff": ("payload", "is truncated (in task_offset_sums[0]"),
+        b"\x91\x93\xc6\xff\xff\xff\xff": ("payload", "is truncated (in task_offset_sums[0]"),
     }
-    for bomb, refusal in bombs.items():
+    for bomb, (field, refusal) in bombs.items():
         with pytest.raises(ProtocolError) as caught:
             decode_subscription(header + bomb + b"\x00" * 60)
-        assert caught.value.field == "payload"
-        assert refusal in caught.value.problem
+        assert caught.value.field == field, caught.value
+        assert refusal in caught.value.problem, caught.value
     with pytest.raises(ProtocolError, match="max_str_len"):
         decode_subscription(pack([1, 1, 0x53, "x" * 5000, None, []]))
     with pytest.raises(ProtocolError, match="max_ext_len"):
         decode_subscription(pack([1, 1, 0x53, msgpack.ExtType(1, b"abcd"), None, []]))
-
-
-def test_deep_nesting_is_a_protocol_error() -> None:
-    with pytest.raises(ProtocolError, match="payload"):
-        decode_subscription(b"\x96\x01\x01\x53" + b"\x91" * 200_000 + b"\xc0")

@@ -53,6 +53,10 @@ def test_a_newer_version_prints_its_header_and_says_so(name: str) -> None:
     assert printed["version"] == 9 and printed["newer_than_supported"] is True
     assert printed["kind"] == name.split("_")[1]
     assert "newer than this build reads" in result.stderr
+    assert (printed["error_code"], printed["error"]) == {
+        "future_subscription_v9.bin": (4, "SHUTDOWN_REQUESTED"),
+        "future_assignment_v9.bin": (77, "unknown to this build (77)"),
+    }[name]
 
 
 def test_hex_argument_hex_file_and_stdin_agree(tmp_path: Path) -> None:

@@ -11,11 +11,13 @@ from __future__ import annotations
 from typing import Any
 
 import msgpack
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from protocol import AssignmentInfo, ProtocolError, SubscriptionInfo, VersionHeader
 from protocol.codec import LATEST_VERSION, Codec, encode_assignment, encode_subscription
+from tests.protocol.limit_payloads import DEEPLY_NESTED
 from tests.protocol.revalidate import revalidate
 from tests.protocol.strategies import assignment_infos, subscription_infos
 
@@ -209,6 +211,16 @@ def structural_mutations(draw: st.DrawFn) -> bytes:
 @given(data=structural_mutations())
 def test_structurally_mutated_valid_payloads(data: bytes) -> None:
     check_decoders(data)
+
+
+@pytest.mark.parametrize("case", sorted(DEEPLY_NESTED))
+def test_deep_nesting_never_reaches_the_last_resort(case: str) -> None:
+    """1,000 levels of arrays where a value belongs: once a RecursionError caught only by the
+    codec's last-resort handler (check_decoders fails on that), now a named ProtocolError."""
+    data = DEEPLY_NESTED[case][0]
+    version = data[1]  # a fixint: the payload's version
+    # Only builds older than the payload accept it, as its header.
+    assert check_decoders(data) == sum(c.latest_supported < version for c in CODECS)
 
 
 def test_the_fuzzers_reach_the_accepting_path() -> None:

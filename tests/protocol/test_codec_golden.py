@@ -15,7 +15,7 @@ from protocol.codec import (
     encode_subscription,
 )
 from tests.protocol.expected import assignment_as_read, subscription_as_read
-from tests.protocol.samples import FUTURE, GOLDEN
+from tests.protocol.samples import FUTURE, FUTURE_ERROR_CODES, GOLDEN
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
 
@@ -77,3 +77,4 @@ def test_future_golden_files_yield_their_header(name: str) -> None:
     kind, header = decode(data)
     assert kind == name.split("_")[1]
     assert isinstance(header, VersionHeader) and header.version == 9
+    assert header.error_code == FUTURE_ERROR_CODES[name]  # read from the fourth field

@@ -1,14 +1,13 @@
 """Compactness: our encoding is never larger than Kafka Streams' v11 encoding of the same content.
 
-Kafka's size is computed field by field (``tests/bench/bench_protocol_size.py``); the formula is
-itself checked against the real kafka-streams 4.1.2 encoder, driven through a small Java program.
+Kafka's size is computed field by field (``tests/protocol/sizes.py``); the formula is itself
+checked against the real kafka-streams 4.1.2 encoder, through the conformance harness's
+``wire_size`` op (``tests/conformance/java/WireSizeOp.java``).
 """
 
 from __future__ import annotations
 
-import json
-import subprocess
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -17,16 +16,15 @@ from hypothesis import strategies as st
 
 from protocol import AssignmentInfo, SubscriptionInfo
 from protocol.codec import encode_assignment, encode_subscription
-from tests.bench.bench_protocol_size import (
+from tests.protocol.sizes import (
     assignment_content,
     java_assignment_v11_size,
     java_subscription_v11_size,
     subscription_content,
 )
 from tests.protocol.strategies import assignment_infos, subscription_infos
+from tests.support.jvm import JavaHarness, build_harness
 from tests.support.requirements import require_tools
-
-JAVA_SOURCE = Path(__file__).parent / "java" / "WireSize.java"
 
 
 def test_the_benchmark_contents_are_smaller_than_kafkas() -> None:
@@ -92,28 +90,24 @@ def _as_java_input(message: SubscriptionInfo | AssignmentInfo) -> dict[str, Any]
 
 
 @pytest.fixture(scope="module")
-def java_wire_size(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    """The command that runs ``WireSize`` against the pinned kafka-streams jars."""
+def java_harness() -> Iterator[JavaHarness]:
+    """The one conformance harness (its ``wire_size`` op runs Kafka's own encoders)."""
     require_tools("java", "javac", "mvn")
-    from tests.support.jvm import build_harness
-
-    classpath = build_harness()
-    out = tmp_path_factory.mktemp("wire-size")
-    javac = ["javac", "-nowarn", "-encoding", "UTF-8", "-cp", classpath, "-d", str(out)]
-    subprocess.run(
-        [*javac, str(JAVA_SOURCE)],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
-    return ["java", "-cp", f"{out}:{classpath}", "WireSize"]
+    harness = JavaHarness(build_harness())
+    try:
+        yield harness
+    finally:
+        harness.close()
 
 
-def _java_sizes(command: list[str], messages: list[SubscriptionInfo | AssignmentInfo]) -> list[int]:
-    lines = "".join(json.dumps(_as_java_input(m)) + "\n" for m in messages)
-    done = subprocess.run(command, input=lines, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return [int(line) for line in done.stdout.split()]
+def _java_sizes(
+    harness: JavaHarness, messages: list[SubscriptionInfo | AssignmentInfo]
+) -> list[int]:
+    answers = harness.call_many("wire_size", [_as_java_input(m) for m in messages])
+    for answer in answers:
+        if isinstance(answer, Exception):
+            raise answer
+    return [int(answer) for answer in answers]
 
 
 def _without_duplicate_standby_partitions(info: AssignmentInfo) -> AssignmentInfo:
@@ -128,7 +122,7 @@ def _without_duplicate_standby_partitions(info: AssignmentInfo) -> AssignmentInf
     assignments=st.lists(assignment_infos(st.just(3), max_tasks=30), min_size=1, max_size=25),
 )
 def test_the_size_formula_matches_kafkas_encoder(
-    java_wire_size: list[str],
+    java_harness: JavaHarness,
     subscriptions: list[SubscriptionInfo],
     assignments: list[AssignmentInfo],
 ) -> None:
@@ -142,18 +136,18 @@ def test_the_size_formula_matches_kafkas_encoder(
         else java_assignment_v11_size(m)
         for m in messages
     ]
-    assert _java_sizes(java_wire_size, messages) == formula
+    assert _java_sizes(java_harness, messages) == formula
 
 
 def test_the_size_formula_matches_kafkas_encoder_on_the_benchmark(
-    java_wire_size: list[str],
+    java_harness: JavaHarness,
 ) -> None:
     messages: list[SubscriptionInfo | AssignmentInfo] = [
         subscription_content(),
         assignment_content(100, 100),
         assignment_content(7_500, 100),
     ]
-    assert _java_sizes(java_wire_size, messages) == [
+    assert _java_sizes(java_harness, messages) == [
         java_subscription_v11_size(messages[0]),  # type: ignore[arg-type]
         java_assignment_v11_size(messages[1]),  # type: ignore[arg-type]
         java_assignment_v11_size(messages[2]),  # type: ignore[arg-type]

@@ -7,10 +7,12 @@ needs to answer at a version both can read.
 
 from __future__ import annotations
 
+import msgpack
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from protocol import AssignmentInfo, SubscriptionInfo, VersionHeader
+from protocol import AssignmentInfo, AssignorError, ProtocolError, SubscriptionInfo, VersionHeader
 from protocol.codec import SUPPORTED_VERSIONS, Codec
 from tests.protocol.expected import assignment_as_read, subscription_as_read
 from tests.protocol.strategies import assignment_infos, subscription_infos
@@ -115,3 +117,51 @@ def test_rolling_upgrade_from_version_1_to_3() -> None:
     upgrade = new.decode_assignment(new.encode_assignment(assignment(1), 1))
     assert isinstance(upgrade, AssignmentInfo)
     assert (upgrade.version, upgrade.commonly_supported_version) == (1, 3)
+
+
+# --- the error code of a newer version -------------------------------------------------------
+
+
+@given(
+    version=st.integers(4, 2**31 - 1),
+    code=st.integers(0, 2**31 - 1),
+    kind=st.sampled_from([0x53, 0x41]),
+    rest=st.lists(st.binary(max_size=3), max_size=3),
+)
+def test_every_build_reads_the_error_code_of_any_version_from_4(
+    version: int, code: int, kind: int, rest: list[bytes]
+) -> None:
+    """From version 4 on the error code is the fourth field, so any older reader sees it."""
+    data = msgpack.packb([version, version, kind, code, *rest], use_bin_type=True)
+    for latest in SUPPORTED_VERSIONS:
+        _, header = Codec(latest).decode(data)
+        assert header == VersionHeader(
+            version=version, latest_supported_version=version, error_code=code
+        )
+
+
+def test_a_shutdown_request_from_a_newer_build_is_seen_by_an_old_leader() -> None:
+    data = msgpack.packb([4, 4, 0x53, int(AssignorError.SHUTDOWN_REQUESTED), b"\x00" * 16])
+    header = Codec(1).decode_subscription(data)
+    assert isinstance(header, VersionHeader)
+    assert header.error_code == AssignorError.SHUTDOWN_REQUESTED
+
+
+def test_a_version_4_payload_without_its_error_code_is_refused() -> None:
+    with pytest.raises(ProtocolError, match="keeps its error code in the fourth"):
+        Codec().decode(msgpack.packb([4, 4, 0x53]))
+    with pytest.raises(ProtocolError) as caught:
+        Codec().decode(msgpack.packb([4, 4, 0x53, "shutdown"]))
+    assert caught.value.field == "error_code"
+
+
+def test_versions_up_to_3_keep_no_error_code_in_the_header() -> None:
+    """What cannot be changed for the versions already written: a v3 shutdown request read by
+    a v1 build gives only the version numbers (it is heard after the member downgrades)."""
+    from tests.protocol.samples import subscription
+
+    shutdown = subscription(3)
+    assert shutdown.error_code is AssignorError.SHUTDOWN_REQUESTED
+    header = Codec(1).decode_subscription(Codec(3).encode_subscription(shutdown))
+    assert header == VersionHeader(version=3, latest_supported_version=3)
+    assert header.error_code is None

@@ -1,8 +1,5 @@
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
-import java.nio.charset.StandardCharsets;
+import com.fasterxml.jackson.databind.node.IntNode;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -19,26 +16,25 @@ import org.apache.kafka.streams.processor.internals.assignment.SubscriptionInfo;
 import org.apache.kafka.streams.state.HostInfo;
 
 /**
- * Reads one message description per stdin line (JSON) and prints the byte size of Kafka Streams'
- * own encoding of it at the latest version, so the Python size formula is checked against the
+ * The byte size of Kafka Streams' own encoding, at its latest version, of one message described
+ * in the request, so the Python size formula (tests/protocol/sizes.py) is checked against the
  * real encoder rather than against itself.
+ *
+ * Request: {"kind": "subscription", "process_id": uuid, "endpoint": "host:port" | null,
+ *           "sums": [[subtopology, partition, topology | null, sum], ..], "unique": int,
+ *           "error": int, "tags": {key: value}}
+ *       or {"kind": "assignment", "active": [[subtopology, partition, topology | null], ..],
+ *           "standby": [[subtopology, partition, topology | null, [[topic, partition], ..]], ..],
+ *           "hosts": [[host, port, [[topic, partition], ..]], ..], "standby_hosts": [..],
+ *           "error": int, "next_ms": long}
+ * Answer:  the size in bytes.
  */
-public final class WireSize {
-    private static final ObjectMapper MAPPER = new ObjectMapper();
-
-    public static void main(final String[] args) throws Exception {
-        final BufferedReader in =
-            new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        String line;
-        while ((line = in.readLine()) != null) {
-            if (line.isBlank()) {
-                continue;
-            }
-            final JsonNode message = MAPPER.readTree(line);
-            final int size = "subscription".equals(message.get("kind").asText())
-                ? subscription(message) : assignment(message);
-            System.out.println(size);
-        }
+public final class WireSizeOp implements Op {
+    @Override
+    public JsonNode run(final JsonNode message) {
+        final int size = "subscription".equals(message.get("kind").asText())
+            ? subscription(message) : assignment(message);
+        return IntNode.valueOf(size);
     }
 
     private static TaskId task(final JsonNode ints) {
