@@ -194,12 +194,12 @@ class UpgradeEvent(_EventBase):
 
 
 class AddPartitionsEvent(_EventBase):
-    """A source topic grows to ``partitions``; internal topics are resized with it (as an
+    """Source topics grow (``topics``: topic -> new partition count, all at once, so both sides
+    of a copartitioned join can grow together); internal topics are resized with them (as an
     operator running ``ensure_internal_topics`` would) and the group rebalances."""
 
     kind: Literal["add_partitions"] = "add_partitions"
-    topic: str
-    partitions: Annotated[int, Field(ge=1)]
+    topics: dict[str, Annotated[int, Field(ge=1)]]
 
 
 class LoseTagEvent(_EventBase):
@@ -292,8 +292,11 @@ class Scenario(_Strict):
             process = getattr(event, "process", None)
             if process is not None and process not in known:
                 raise ValueError(f"events[{index}].process: no process named {process!r}")
-            if isinstance(event, AddPartitionsEvent) and event.topic not in self.partitions:
-                raise ValueError(f"events[{index}].topic: {event.topic!r} is not a source topic")
+            if isinstance(event, AddPartitionsEvent):
+                for topic in event.topics:
+                    if topic not in self.partitions:
+                        raise ValueError(f"events[{index}].topics: {topic!r} is not a source "
+                                         "topic")
         return self
 
     # -- derived views -------------------------------------------------------------------------
