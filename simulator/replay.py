@@ -773,7 +773,8 @@ def replay_command(scenario: Scenario, path: str | None = None) -> str:
     """The command line that replays ``scenario``: its family and seed, or its file."""
     origin = scenario.origin
     if "family" in origin:
-        params = " ".join(f"--param {k}={v}" for k, v in sorted(origin.get("params", {}).items()))
+        given = sorted(origin.get("params", {}).items())
+        params = " ".join(f"--param {k}={v}" for k, v in given if k != "assignor")
         return (f"python -m simulator run --family {origin['family']} --seed {scenario.seed} "
                 f"--assignor {scenario.assignor}" + (f" {params}" if params else ""))
     where = path or f"<file of scenario {scenario.name}>"
