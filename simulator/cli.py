@@ -98,16 +98,16 @@ def _reexec_with_hash_seed(argv: Sequence[str] | None) -> None:
 
 
 def _families(as_json: bool) -> int:
-    listing = {
-        name: {"summary": family.summary, "params": family_params(name)}
-        for name, family in FAMILIES.items()
-    }
     if as_json:
+        listing = {
+            name: {"summary": family.summary, "params": family_params(name)}
+            for name, family in FAMILIES.items()
+        }
         print(json.dumps(listing, indent=2))
         return 0
-    for name, entry in listing.items():
-        print(f"{name}: {entry['summary']}")
-        params = ", ".join(f"{k}={v}" for k, v in entry["params"].items())
+    for name, family in FAMILIES.items():
+        print(f"{name}: {family.summary}")
+        params = ", ".join(f"{k}={v}" for k, v in family_params(name).items())
         print(f"    {params}")
     return 0
 
