@@ -83,6 +83,8 @@ from simulator.state import StateModel
 _SIM_NAMESPACE = uuid.UUID("0b5e6c1e-7d4a-5c57-8a8e-51a1c0de0013")
 #: Longest virtual sleep while waiting for the group to settle: bounds how stale a check is.
 _POLL_S = 5.0
+#: Turns of the event loop (no virtual time passes) given to a member before and while it crashes.
+_YIELDS = 20
 #: The shim's journal keeps this many events (records are always all kept).
 _MAX_EVENTS = 20_000
 
@@ -216,6 +218,31 @@ class _HostedAssignor:
         if self._followup is not None:
             self._followup.cancel()
             self._followup = None
+
+
+async def _stop_member(member: ShimMember, *, graceful: bool) -> None:
+    """``member.close()`` or ``member.crash()``, working around a shim race (reported): when the
+    cancellation of the member's loop arrives while that loop awaits its own heartbeat task
+    inside ``_stop_heartbeat`` (a rejoin requested at this very instant),
+    ``suppress(CancelledError)`` swallows it, the loop joins again and the stop waits for it
+    forever. Letting the ready callbacks run first takes the loop past that point; if a cancel
+    is still swallowed, it is delivered again (a bounded number of times; no virtual time
+    passes)."""
+    for _ in range(_YIELDS):
+        await asyncio.sleep(0)
+    stopping = asyncio.ensure_future(member.close() if graceful else member.crash())
+    for _ in range(_YIELDS):
+        if stopping.done():
+            break
+        await asyncio.sleep(0)
+        loop_task = getattr(member, "_task", None)
+        if loop_task is not None and not loop_task.done():
+            loop_task.cancel()
+    await stopping
+
+
+async def _crash(member: ShimMember) -> None:
+    await _stop_member(member, graceful=False)
 
 
 def _peer_assignor(name: str, member_name: str) -> Any:
@@ -358,10 +385,7 @@ class Replay:
         for hosted in sim.hosted:
             hosted.cancel_followup()
         for member in sim.members:
-            if graceful:
-                await member.close()
-            else:
-                await member.crash()
+            await _stop_member(member, graceful=graceful)
         if sim.process is not None:
             await sim.process.close()
         self.advance()
@@ -376,7 +400,7 @@ class Replay:
             return
         self.advance()
         for member in sim.members:
-            await member.crash()
+            await _crash(member)
         self.state.stop(sim.name)
         await self.clock.sleep(duration_s)
         self.advance()
@@ -602,7 +626,7 @@ class Replay:
                 hosted.cancel_followup()
             for member in sim.members:
                 if member.running:
-                    await member.crash()
+                    await _crash(member)
 
     def run(self) -> ReplayResult:
         began = time.perf_counter()

@@ -258,10 +258,9 @@ class Scenario(_Strict):
     @classmethod
     def _valid_topology(cls, value: dict[str, Any]) -> dict[str, Any]:
         try:
-            topology_from_data(value)
+            return topology_to_data(topology_from_data(value))  # canonical: round-trips exactly
         except TopologyError as exc:
             raise ValueError(str(exc)) from exc
-        return value
 
     @field_validator("config")
     @classmethod
