@@ -528,9 +528,9 @@ class Replay:
         previous = self._previous_ownership(generation)
         before = previous.active_process() if previous is not None else {}
         for task, process in ownership.active_process().items():
-            if task in self.state.end and before.get(task) != process:
-                local = self.state.disk.get(process, {}).get(task, 0.0)
-                restore += int(max(0.0, self.state.end[task] - local))
+            end = self.state.end_of(task)
+            if end is not None and before.get(task) != process:
+                restore += int(max(0.0, end - (self.state.position(process, task) or 0.0)))
         self.decisions[generation] = _Decision(
             generation=generation,
             leader=(hosted._sim.name, hosted._thread),

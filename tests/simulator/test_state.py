@@ -119,9 +119,8 @@ def test_advancing_in_small_steps_equals_one_step() -> None:
 
 
 def test_end_offsets_split_a_task_over_its_changelog_partitions_exactly() -> None:
-    state = model((T0,))
+    state = StateModel(DYNAMICS.model_copy(update={"initial_records": 1001}), (T0,), (T0,))
     parts = (TopicPartition("c1", 0), TopicPartition("c2", 0), TopicPartition("c3", 0))
-    state.end[T0] = 1001.0
     offsets = state.end_offsets({T0: parts})
     assert sum(offsets.values()) == 1001
     assert set(offsets) == set(parts)
