@@ -16,9 +16,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from simulator import replay as replay_module  # noqa: E402
-from simulator.families import FAMILIES, generate  # noqa: E402
-from simulator.state import StateModel  # noqa: E402
+from simulator import replay as replay_module
+from simulator.families import FAMILIES, generate
+from simulator.state import StateModel
 
 _spent = {"assignor": 0.0, "engine": 0.0}
 _depth = [0]
@@ -38,23 +38,14 @@ def _timed(bucket: str, function: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-class _Inner:
-    """Wraps a real assignor so its calls count as assignor time, even inside engine hooks."""
-
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-        self.name = inner.name
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-
 def _instrument() -> None:
     hosted = replay_module._HostedAssignor
     original_init = hosted.__init__
 
     def init(self: Any, replay: Any, sim: Any, thread: int, inner: Any) -> None:
         original_init(self, replay, sim, thread, inner)
+        if isinstance(inner, type):  # aiokafka's class-level assignors: never patch the class
+            return
         for method in ("metadata", "assign", "on_assignment"):
             real = getattr(inner, method)
 
@@ -66,10 +57,7 @@ def _instrument() -> None:
                     _spent["assignor"] += time.perf_counter() - began
                     _spent["engine"] -= time.perf_counter() - began
 
-            try:
-                setattr(inner, method, call)
-            except (AttributeError, TypeError):  # aiokafka's classmethod-only assignors
-                pass
+            setattr(inner, method, call)
 
     hosted.__init__ = init  # type: ignore[method-assign]
     for method in ("metadata", "assign", "on_assignment"):
