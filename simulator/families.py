@@ -161,6 +161,20 @@ def _rack_loss(p: dict[str, Any], rng: random.Random) -> tuple[list[Any], list[A
                         "value": zone}]
 
 
+def _skewed(p: dict[str, Any], rng: random.Random) -> tuple[list[Any], list[Any]]:
+    processes = _processes(p, p["processes"])
+    for spec in processes:
+        spec["threads"] = rng.randint(1, p["max_threads"])
+    victim = f"p{rng.randrange(p['processes'])}"
+    events = [{"kind": "restart", "at": _jitter(rng, 60.0), "process": victim,
+               "down_s": p["down_s"], "graceful": False}]
+    return processes, events
+
+
+def _cold_start(p: dict[str, Any], rng: random.Random) -> tuple[list[Any], list[Any]]:
+    return _processes(p, p["processes"], state="empty"), []
+
+
 def harness_topology(stateless: int, stateful: int, partitions: int = 5
                      ) -> tuple[dict[str, Any], dict[str, int]]:
     """Kafka's ``TaskAssignorConvergenceTest`` harness as a topology: stateless subtopologies
@@ -232,6 +246,10 @@ FAMILIES: dict[str, Family] = {
                {"to_partitions": 12}, _partitions_added),
         Family("rack_loss", "every process of one zone crashes at once (standbys tag-aware)",
                {"processes": 6}, _rack_loss),
+        Family("skewed", "processes of 1 to max_threads threads; one is killed and returns",
+               {"max_threads": 16, "partitions": 32, "down_s": 60.0}, _skewed),
+        Family("cold_start", "every process starts at once with an empty disk",
+               {"processes": 8}, _cold_start),
         Family("perturbation", "Kafka's randomized convergence scenario: harness topology, "
                "random drops and additions (acceptable.recovery.lag 100, changelogs static)",
                {"stateless": 5, "stateful": 5, "events": 3, "gap_s": 600.0, "warmups": 2,
