@@ -330,7 +330,7 @@ class Replay:
         if sim.up:
             return
         self.advance()
-        spec, timeouts, clock = sim.spec, self.scenario.timeouts, self.clock
+        spec, clock = sim.spec, self.clock
         sim.up = True
         sim.members, sim.hosted = [], []
         sim.process = None
@@ -357,24 +357,8 @@ class Replay:
             else:
                 inner = _peer_assignor(self.scenario.assignor, f"{sim.name}_{thread}")
             hosted = _HostedAssignor(self, sim, thread, inner)
-            member = ShimMember(
-                self.coordinator,
-                group_id=self.topology.application_id,
-                assignors=[hosted],
-                topics=sorted(self.topology.source_topics),
-                cluster=self.cluster,
-                client_id=f"{sim.name}-{thread}",
-                group_instance_id=instance,
-                session_timeout_ms=timeouts.session_timeout_ms,
-                rebalance_timeout_ms=timeouts.rebalance_timeout_ms,
-                heartbeat_interval_ms=timeouts.heartbeat_interval_ms,
-            )
-            hosted.member = member
-            if isinstance(inner, StreamsPartitionAssignor):
-                inner.bind(SimpleNamespace(_coordinator=member))
-            sim.members.append(member)
             sim.hosted.append(hosted)
-            member.start()
+            sim.members.append(self._member(hosted, f"{sim.name}-{thread}", instance))
 
     async def stop(self, sim: _Sim, *, graceful: bool, wipe: bool = False) -> None:
         """The process goes away: cleanly (LeaveGroup if dynamic) or killed; disk kept or not."""
@@ -395,7 +379,13 @@ class Replay:
 
     async def pause(self, sim: _Sim, duration_s: float) -> None:
         """No heartbeats and no processing for ``duration_s``, then the same process resumes
-        (same StreamsProcess and assignors, memory intact) with new consumer sessions."""
+        (same StreamsProcess and assignors, memory intact) with new consumer sessions.
+
+        The shim has no way to stop a member's heartbeats and resume them, so the pause ends
+        with new ``ShimMember`` sessions: a static member takes its place back without a
+        rebalance, as in aiokafka, but a dynamic one joins as a new member (one rebalance more
+        than aiokafka, whose consumer would resume heartbeating under its old id if the pause
+        was shorter than the session timeout)."""
         if not sim.up:
             return
         self.advance()
@@ -406,27 +396,31 @@ class Replay:
         self.advance()
         if not sim.up:
             return
+        sim.members = [
+            self._member(hosted, old.client_id, old.group_instance_id)
+            for old, hosted in zip(sim.members, sim.hosted, strict=True)
+        ]
+
+    def _member(self, hosted: _HostedAssignor, client_id: str, instance: str | None
+                ) -> ShimMember:
+        """A started consumer session around ``hosted`` (bound for follow-up rebalances)."""
         timeouts = self.scenario.timeouts
-        resumed = []
-        for old, hosted in zip(sim.members, sim.hosted, strict=True):
-            member = ShimMember(
-                self.coordinator,
-                group_id=old.group_id,
-                assignors=[hosted],
-                topics=old.topics,
-                cluster=self.cluster,
-                client_id=old.client_id,
-                group_instance_id=old.group_instance_id,
-                session_timeout_ms=timeouts.session_timeout_ms,
-                rebalance_timeout_ms=timeouts.rebalance_timeout_ms,
-                heartbeat_interval_ms=timeouts.heartbeat_interval_ms,
-            )
-            hosted.member = member
-            if isinstance(hosted.inner, StreamsPartitionAssignor):
-                hosted.inner.bind(SimpleNamespace(_coordinator=member))
-            resumed.append(member)
-            member.start()
-        sim.members = resumed
+        member = ShimMember(
+            self.coordinator,
+            group_id=self.topology.application_id,
+            assignors=[hosted],
+            topics=sorted(self.topology.source_topics),
+            cluster=self.cluster,
+            client_id=client_id,
+            group_instance_id=instance,
+            session_timeout_ms=timeouts.session_timeout_ms,
+            rebalance_timeout_ms=timeouts.rebalance_timeout_ms,
+            heartbeat_interval_ms=timeouts.heartbeat_interval_ms,
+        )
+        hosted.member = member
+        if isinstance(hosted.inner, StreamsPartitionAssignor):
+            hosted.inner.bind(SimpleNamespace(_coordinator=member))
+        return member.start()
 
     def _later(self, delay: float, action: Callable[[], Any]) -> None:
         """Run ``action`` (sync, or returning a coroutine) after ``delay`` virtual seconds."""
