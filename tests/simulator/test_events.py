@@ -159,3 +159,17 @@ def test_losing_a_rack_crashes_every_process_in_it() -> None:
     assert later[0].started_s >= 30 + SESSION_S - HEARTBEAT_S
     assert later[-1].processes == 1
     assert result.summary.converged
+
+
+def test_a_run_that_ends_at_its_bound_mid_rebalance_stops_cleanly() -> None:
+    # The bound falls while the members rejoin for a probing rebalance: stopping them then used
+    # to hang (the shim's stop race, worked around in replay._stop_member).
+    result = run(
+        [{"name": "a", "initial_state": "caught_up"}, {"name": "b", "initial_state": "caught_up"},
+         {"name": "c", "start": False}],
+        [{"kind": "join", "at": 30, "process": "c"}],
+        bounds={"settle_s": 1200.0, "max_rebalances": 60},
+    )
+    assert not result.summary.converged
+    assert result.summary.note == "non-convergence: not stable 1200.0 s after the last event"
+    assert result.summary.end_s == 1230.0
