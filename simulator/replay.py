@@ -26,7 +26,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from types import SimpleNamespace
+from types import MappingProxyType, SimpleNamespace
 from typing import Any
 
 from aiokafka.cluster import ClusterMetadata
@@ -35,6 +35,7 @@ from aiokafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitio
 from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment
 
 from assignor.adapter.streams_assignor import (
+    DEFAULT_END_OFFSETS_MAX_AGE_MS,
     StreamsPartitionAssignor,
     StreamsProcess,
     derive_process_id,
@@ -154,8 +155,8 @@ class _HostedAssignor:
         replay.advance()
         replay.state.stop(self._sim.name, self._thread)
         process = self._sim.process
-        if process is not None:  # what _RefreshingListener does before every join
-            process.set_changelog_end_offsets(replay.state.end_offsets(replay.layout.changelogs))
+        if process is not None:
+            replay.refresh_end_offsets(process)
         return self.inner.metadata(topics)
 
     def assign(self, cluster: ClusterMetadata, members: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -274,6 +275,7 @@ class Replay:
         self.state = StateModel(scenario.dynamics, self.layout.tasks, self.layout.stateful)
         self.sims = {spec.name: _Sim(spec) for spec in scenario.processes}
         self.decisions: dict[int, _Decision] = {}
+        self._snapshot: tuple[tuple[int, int], Mapping[TopicPartition, int]] | None = None
         self._threads_by_client: dict[str, Thread] = {
             f"{spec.name}-{thread}": (spec.name, thread)
             for spec in scenario.processes
@@ -317,6 +319,25 @@ class Replay:
 
     def advance(self) -> None:
         self.state.advance(self.clock.time())
+
+    def refresh_end_offsets(self, process: StreamsProcess) -> None:
+        """What the adapter's rebalance listener does before every join: refresh the process's
+        changelog end-offset snapshot unless it is younger than the adapter's maximum age.
+
+        One read-only snapshot per virtual instant is shared by every process (nothing in the
+        adapter mutates it): building and copying thousands of offsets per consumer cost more
+        than the assignor on groups of hundreds of members."""
+        now_ms = int(self.clock.time() * 1000)
+        fetched = process.end_offsets_fetched_at_ms
+        if (fetched is not None and process.changelog_end_offsets is not None
+                and now_ms - fetched < DEFAULT_END_OFFSETS_MAX_AGE_MS):
+            return
+        key = (now_ms, id(self.layout))
+        if self._snapshot is None or self._snapshot[0] != key:
+            offsets = self.state.end_offsets(self.layout.changelogs)
+            self._snapshot = (key, MappingProxyType(offsets))
+        process.changelog_end_offsets = self._snapshot[1]
+        process.end_offsets_fetched_at_ms = now_ms
 
     # -- processes ----------------------------------------------------------------------------
     def _process_id(self, sim: _Sim) -> ProcessId:
