@@ -25,9 +25,10 @@ from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
+from assignor.adapter.metrics import RebalanceMetrics
 from assignor.adapter.state_directory import StateDirectory, StateDirectoryError
 from assignor.config import AssignorConfig, UnknownConfigError
-from assignor.leader.explain import Placement, explain
+from assignor.leader.explain import Placement, RebalanceSummary, explain, summarize
 from assignor.leader.pipeline import (
     GroupInput,
     LeaderResult,
@@ -96,6 +97,8 @@ __all__ = [
     "MemberResult",
     "MemberSubscription",
     "Placement",
+    "RebalanceMetrics",
+    "RebalanceSummary",
     "RejoinUnsupportedError",
     "StateDirectory",
     "StateDirectoryError",
@@ -120,6 +123,7 @@ __all__ = [
     "explain",
     "plan_tasks",
     "size_internal_topics",
+    "summarize",
     "topology_from_json",
     "topology_to_json",
 ]
