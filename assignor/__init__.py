@@ -50,13 +50,14 @@ from assignor.topology.tasks import TaskLayout, plan_tasks
 
 if TYPE_CHECKING:
     from assignor.adapter.admin import InternalTopicsError, ensure_internal_topics
-    from assignor.adapter.process import StreamsProcess, derive_process_id
+    from assignor.adapter.process import BrokerUnreachableError, StreamsProcess, derive_process_id
     from assignor.adapter.rejoin import RejoinUnsupportedError
     from assignor.adapter.streams_assignor import StreamsPartitionAssignor
 
 #: Names that need aiokafka, and the module that defines each; loaded by ``__getattr__``.
 _ADAPTER_NAMES = {
     "StreamsProcess": "assignor.adapter.process",
+    "BrokerUnreachableError": "assignor.adapter.process",
     "StreamsPartitionAssignor": "assignor.adapter.streams_assignor",
     "derive_process_id": "assignor.adapter.process",
     "ensure_internal_topics": "assignor.adapter.admin",
@@ -85,6 +86,7 @@ except PackageNotFoundError:  # pragma: no cover - run from a source tree that w
 
 __all__ = [
     "AssignorConfig",
+    "BrokerUnreachableError",
     "ClientState",
     "FallbackPriorTaskAssignor",
     "GroupInput",

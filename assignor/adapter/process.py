@@ -25,6 +25,10 @@ from aiokafka import ConsumerRebalanceListener
 from assignor.adapter.metrics import MetricsRecorder, RebalanceMetrics
 from assignor.adapter.rejoin import check_rejoin_supported
 from assignor.adapter.streams_assignor import StreamsPartitionAssignor
+from assignor.adapter.topic_creation import (
+    check_topic_auto_creation_supported,
+    disable_topic_auto_creation,
+)
 from assignor.config import AssignorConfig
 from assignor.leader.guard import LeaderMemory
 from assignor.member import MemberAssignment
@@ -43,6 +47,12 @@ log = logging.getLogger(__name__)
 PROCESS_ID_NAMESPACE = uuid.UUID("6f1c6a52-3c8e-5c53-9d7e-2d6b8f1a0c11")
 #: How old the end-offset snapshot may be before a join refreshes it again.
 DEFAULT_END_OFFSETS_MAX_AGE_MS = 1_000
+#: How long :meth:`StreamsProcess.connect` waits for the cluster (each step) before failing.
+DEFAULT_CONNECT_TIMEOUT_S = 30.0
+
+
+class BrokerUnreachableError(ConnectionError):
+    """No broker answered at the bootstrap servers within the time allowed."""
 
 
 class StateProvider(Protocol):
@@ -158,13 +168,16 @@ class StreamsProcess:
     ) -> AIOKafkaConsumer:
         """An ``AIOKafkaConsumer`` wired to a new assignor; ``subscribe`` it after ``start()``.
 
-        ``group_id`` defaults to the application id, as in Kafka Streams. Call
+        ``group_id`` defaults to the application id, as in Kafka Streams. The consumer never
+        makes the broker auto-create a topic it subscribes to (Kafka Streams'
+        ``allow.auto.create.topics=false``; see ``assignor.adapter.topic_creation``). Call
         :meth:`subscribe` (or ``consumer.subscribe(process.source_topics, listener=...)``
         with a listener from :meth:`rebalance_listener`) once the consumer has started.
         """
         from aiokafka import AIOKafkaConsumer
 
         check_rejoin_supported()
+        check_topic_auto_creation_supported()
         assignor = self.new_assignor(group_instance_id)
         aiokafka_kwargs.setdefault("group_id", self.topology.application_id)
         consumer = AIOKafkaConsumer(
@@ -173,6 +186,9 @@ class StreamsProcess:
             partition_assignment_strategy=(assignor,),
             **aiokafka_kwargs,
         )
+        # a subscribed internal topic that is missing must stay missing, not appear with the
+        # broker's default count (assignor.adapter.topic_creation)
+        disable_topic_auto_creation(consumer)
         assignor.bind(consumer)
         return consumer
 
@@ -284,16 +300,50 @@ class StreamsProcess:
 
     # ------------------------------------------------------------------ end offsets
 
-    async def connect(self, bootstrap_servers: str, *, group_id: str | None = None) -> None:
-        """Read changelog end offsets from this cluster from now on (clients closed by
-        :meth:`close`), and take a first snapshot."""
+    async def connect(
+        self,
+        bootstrap_servers: str,
+        *,
+        group_id: str | None = None,
+        ensure_internal_topics: bool = True,
+        replication_factor: int = 1,
+        timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S,
+    ) -> None:
+        """Reach the cluster, create or validate the internal topics, and read changelog end
+        offsets from now on (clients closed by :meth:`close`), taking a first snapshot.
+
+        Raises :class:`BrokerUnreachableError` when no broker answers within ``timeout_s``
+        (a wrong address should stop the application at start, not leave it assigning without
+        lags), and :class:`~assignor.adapter.admin.InternalTopicsError` when an internal topic
+        exists with the wrong partition count or a source topic is missing. With
+        ``ensure_internal_topics=False`` the topics are neither created nor checked: the
+        application's deployment owns them (consumers still never auto-create them).
+        """
         from assignor.adapter.admin import ChangelogOffsetsReader
+        from assignor.adapter.admin import ensure_internal_topics as ensure
 
         reader = ChangelogOffsetsReader(
             bootstrap_servers, self.topology, group_id or self.topology.application_id
         )
+        try:
+            await asyncio.wait_for(reader.start(), timeout_s)
+        except Exception as exc:  # TimeoutError included
+            await reader.close()
+            reason = "no answer" if isinstance(exc, TimeoutError) else f"{exc}"
+            raise BrokerUnreachableError(
+                f"cannot reach Kafka at {bootstrap_servers} within {timeout_s:g} s "
+                f"({type(exc).__name__}: {reason}); check the bootstrap servers and that the "
+                "brokers are up"
+            ) from exc
         self.set_end_offsets_reader(reader)
         self.on_close(reader.close)
+        if ensure_internal_topics:
+            await ensure(
+                reader.admin,
+                self.topology,
+                replication_factor=replication_factor,
+                timeout_s=timeout_s,
+            )
         await self.refresh_end_offsets(force=True)
 
     def set_end_offsets_reader(self, reader: EndOffsetsReader | None) -> None:
@@ -467,8 +517,10 @@ class _RefreshingListener(ConsumerRebalanceListener):  # type: ignore[misc]
 
 
 __all__ = [
+    "DEFAULT_CONNECT_TIMEOUT_S",
     "LISTENER_CANCEL_TIMEOUT_S",
     "AssignmentListener",
+    "BrokerUnreachableError",
     "EndOffsetsReader",
     "StateProvider",
     "StreamsProcess",

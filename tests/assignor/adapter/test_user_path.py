@@ -18,7 +18,12 @@ from aiokafka.coordinator.protocol import (
     ConsumerProtocolMemberMetadata,
 )
 
-from assignor import RebalanceMetrics, StreamsPartitionAssignor, StreamsProcess
+from assignor import (
+    BrokerUnreachableError,
+    RebalanceMetrics,
+    StreamsPartitionAssignor,
+    StreamsProcess,
+)
 from assignor.config import AssignorConfig
 from assignor.member import MemberAssignment
 from protocol.ids import TaskId, TopicPartition
@@ -258,3 +263,37 @@ def test_metrics_count_rebalances_moves_warmups_probing_and_errors() -> None:
     assert failed.assign_errors == 1 and failed.assignment_errors == 1 and failed.errors == 2
     with pytest.raises(dataclasses.FrozenInstanceError):
         failed.rebalances = 0  # type: ignore[misc]
+
+
+# --- connect() --------------------------------------------------------------------------------
+
+
+async def test_connect_to_a_closed_port_fails_clearly() -> None:
+    server = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    server.close()
+    await server.wait_closed()  # nothing listens on the port any more
+    process = _process(1)
+    with pytest.raises(BrokerUnreachableError, match=f"cannot reach Kafka at 127.0.0.1:{port}"):
+        await process.connect(f"127.0.0.1:{port}", timeout_s=5)
+    assert process.changelog_end_offsets is None
+
+
+async def test_connect_to_a_silent_server_fails_after_the_timeout() -> None:
+    """A port that accepts connections and never answers (a wrong service, a hung broker)."""
+    held: list[asyncio.StreamWriter] = []
+
+    async def accept(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        held.append(writer)
+
+    server = await asyncio.start_server(accept, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        process = _process(1)
+        with pytest.raises(BrokerUnreachableError, match=r"within 0\.5 s"):
+            await process.connect(f"127.0.0.1:{port}", timeout_s=0.5)
+    finally:
+        for writer in held:
+            writer.close()
+        server.close()
+        await server.wait_closed()
