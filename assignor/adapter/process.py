@@ -150,7 +150,12 @@ class StreamsProcess:
     # ------------------------------------------------------------------ consumers
 
     def new_assignor(self, group_instance_id: str | None = None) -> StreamsPartitionAssignor:
-        """A fresh assignor for one more consumer (stream thread) of this process."""
+        """A fresh assignor for one more consumer (stream thread) of this process.
+
+        For a consumer you build yourself: pass the assignor as its only
+        ``partition_assignment_strategy``, call ``assignor.bind(consumer)`` (follow-up
+        rebalances) and ``assignor.adapter.topic_creation.disable_topic_auto_creation(consumer)``
+        (no auto-created internal topics); :meth:`create_consumer` does all three."""
         assignor = StreamsPartitionAssignor(self, len(self._assignors), group_instance_id)
         self._assignors.append(assignor)
         return assignor
