@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from assignor import AssignorConfig, MemberAssignment, StreamsPartitionAssignor, StreamsProcess
+from assignor.topology.data_form import topology_to_data
 from protocol.errors import AssignorError
 from protocol.ids import HostInfo
 from tests.integration.conftest import CreateTopics
@@ -88,8 +89,11 @@ async def test_describe_decodes_a_live_group(
         }
 
         app = tmp_path / "app.json"
-        app.write_text(json.dumps({"topology": topology.to_data(), "config": {
-            "num.standby.replicas": 1}}))
+        app.write_text(
+            json.dumps(
+                {"topology": topology_to_data(topology), "config": {"num.standby.replicas": 1}}
+            )
+        )
         saved = tmp_path / "group.json"
         code, out, err = await _run_cli(
             "describe", "--bootstrap", kafka_bootstrap, "--group", group,
