@@ -25,9 +25,10 @@ from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
+from assignor.adapter.metrics import RebalanceMetrics
 from assignor.adapter.state_directory import StateDirectory, StateDirectoryError
 from assignor.config import AssignorConfig, UnknownConfigError
-from assignor.leader.explain import Placement, explain
+from assignor.leader.explain import Placement, RebalanceSummary, explain, summarize
 from assignor.leader.pipeline import (
     GroupInput,
     LeaderResult,
@@ -55,13 +56,14 @@ from assignor.topology.tasks import TaskLayout, plan_tasks
 
 if TYPE_CHECKING:
     from assignor.adapter.admin import InternalTopicsError, ensure_internal_topics
-    from assignor.adapter.process import StreamsProcess, derive_process_id
+    from assignor.adapter.process import BrokerUnreachableError, StreamsProcess, derive_process_id
     from assignor.adapter.rejoin import RejoinUnsupportedError
     from assignor.adapter.streams_assignor import StreamsPartitionAssignor
 
 #: Names that need aiokafka, and the module that defines each; loaded by ``__getattr__``.
 _ADAPTER_NAMES = {
     "StreamsProcess": "assignor.adapter.process",
+    "BrokerUnreachableError": "assignor.adapter.process",
     "StreamsPartitionAssignor": "assignor.adapter.streams_assignor",
     "derive_process_id": "assignor.adapter.process",
     "ensure_internal_topics": "assignor.adapter.admin",
@@ -90,6 +92,7 @@ except PackageNotFoundError:  # pragma: no cover - run from a source tree that w
 
 __all__ = [
     "AssignorConfig",
+    "BrokerUnreachableError",
     "ClientState",
     "FallbackPriorTaskAssignor",
     "GroupInput",
@@ -102,6 +105,8 @@ __all__ = [
     "MemberResult",
     "MemberSubscription",
     "Placement",
+    "RebalanceMetrics",
+    "RebalanceSummary",
     "RejoinUnsupportedError",
     "StateDirectory",
     "StateDirectoryError",
@@ -126,6 +131,7 @@ __all__ = [
     "explain",
     "plan_tasks",
     "size_internal_topics",
+    "summarize",
     "topology_from_data",
     "topology_from_json",
     "topology_to_data",

@@ -12,13 +12,13 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from assignor.topology.tasks import TaskPartitions
+from assignor.topology.model import Topology
+from assignor.topology.tasks import TaskPartitions, changelog_partitions
 from protocol.errors import AssignorError
 from protocol.ids import HostInfo, TaskId, TopicPartition
 from protocol.messages import NO_FOLLOWUP_REBALANCE, AssignmentInfo, VersionHeader
 
 log = logging.getLogger(__name__)
-
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +39,28 @@ class TaskChanges:
 
 @dataclass(frozen=True, slots=True)
 class MemberAssignment:
-    """The application's view of one rebalance's outcome for one consumer (thread)."""
+    """The application's view of one rebalance's outcome for one consumer (thread).
+
+    What a task runtime needs, per task:
+
+    - ``active_tasks``: task -> the source partitions this consumer now reads for it;
+    - ``standby_tasks``: task -> that task's source partitions (not assigned to this consumer:
+      they tell which partitions the task covers, e.g. for interactive queries);
+    - ``changelogs``: every stateful active *and* standby task -> its changelog partitions (one
+      per logged store, source-topic changelogs included), computed from the topology the
+      member runs. An active task restores its stores from them before processing, a standby
+      follows them for as long as it is assigned; the state directory's checkpoint records the
+      next offset to apply in each. Stateless tasks have no entry.
+
+    **Warm-ups cannot be told apart here.** A warm-up replica (KIP-441) is a standby the leader
+    placed only so this client catches up before a probing rebalance moves the active to it.
+    The assignment on the wire carries standby tasks only (as in Kafka, whose
+    ``AssignmentInfo`` has no warm-up field), and the standby host map lists warm-ups as
+    standbys, so a member cannot know which of its standbys are warm-ups; nor does it need to:
+    a warm-up restores and follows its changelogs exactly as a standby does. The leader knows:
+    it logs the count (``assignor.leader.pipeline``), counts them in
+    ``StreamsProcess.metrics()``, and :func:`assignor.explain` names them.
+    """
 
     active_tasks: TaskPartitions = field(default_factory=dict)
     standby_tasks: TaskPartitions = field(default_factory=dict)
@@ -50,6 +71,17 @@ class MemberAssignment:
     changes: TaskChanges = field(default_factory=TaskChanges)
     error: AssignorError = AssignorError.NONE
     error_detail: str = ""
+    changelogs: TaskPartitions = field(default_factory=dict)
+
+    @property
+    def restore_partitions(self) -> frozenset[TopicPartition]:
+        """Changelog partitions of the active tasks: restore them before processing."""
+        return frozenset(tp for t in self.active_tasks for tp in self.changelogs.get(t, ()))
+
+    @property
+    def standby_changelog_partitions(self) -> frozenset[TopicPartition]:
+        """Changelog partitions of the standby tasks: follow them while assigned."""
+        return frozenset(tp for t in self.standby_tasks for tp in self.changelogs.get(t, ()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,11 +104,13 @@ def interpret_assignment(
     latest_supported_version: int,
     endpoint: HostInfo | None,
     previous: MemberAssignment | None,
+    topology: Topology | None = None,
 ) -> MemberDecision:
     """Check the leader's answer, align tasks with partitions, and decide on follow-ups.
 
     Errors never raise: a wrong answer becomes an error assignment with a reason, which the
-    adapter reports to the application just as Kafka's rebalance listener does.
+    adapter reports to the application just as Kafka's rebalance listener does. With the
+    ``topology`` the member runs, the assignment also lists each task's changelog partitions.
     """
     previous = previous or MemberAssignment()
     if isinstance(info, VersionHeader):
@@ -124,6 +158,11 @@ def interpret_assignment(
         partitions_by_host=dict(info.partitions_by_host),
         standby_partitions_by_host=dict(info.standby_partitions_by_host),
         changes=diff_tasks(previous, active, info.standby_tasks),
+        changelogs=(
+            changelog_partitions(topology, {**active, **info.standby_tasks})
+            if topology is not None
+            else {}
+        ),
     )
     next_version, version_changed = _next_subscription_version(info, used_version)
     if version_changed:
@@ -162,6 +201,7 @@ def align_active_tasks(
 def diff_tasks(
     previous: MemberAssignment, active: TaskPartitions, standby: TaskPartitions
 ) -> TaskChanges:
+    """Kept, added and removed tasks since ``previous`` (aiokafka revokes everything anyway)."""
     before_active, after_active = set(previous.active_tasks), set(active)
     before_standby, after_standby = set(previous.standby_tasks), set(standby)
     return TaskChanges(

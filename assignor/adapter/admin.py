@@ -197,6 +197,13 @@ class ChangelogOffsetsReader:
             await consumer.start()
             self._consumer = consumer
 
+    @property
+    def admin(self) -> AIOKafkaAdminClient:
+        """The started admin client (after :meth:`start`)."""
+        if self._admin is None:
+            raise RuntimeError("ChangelogOffsetsReader.start() has not completed")
+        return self._admin
+
     async def close(self) -> None:
         if self._consumer is not None:
             await self._consumer.stop()

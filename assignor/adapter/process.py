@@ -13,16 +13,22 @@ awaits), who runs what, the leader's memory between generations, and the listene
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from aiokafka import ConsumerRebalanceListener
 
+from assignor.adapter.metrics import MetricsRecorder, RebalanceMetrics
 from assignor.adapter.rejoin import check_rejoin_supported
 from assignor.adapter.streams_assignor import StreamsPartitionAssignor
+from assignor.adapter.topic_creation import (
+    check_topic_auto_creation_supported,
+    disable_topic_auto_creation,
+)
 from assignor.config import AssignorConfig
 from assignor.leader.guard import LeaderMemory
 from assignor.member import MemberAssignment
@@ -41,6 +47,12 @@ log = logging.getLogger(__name__)
 PROCESS_ID_NAMESPACE = uuid.UUID("6f1c6a52-3c8e-5c53-9d7e-2d6b8f1a0c11")
 #: How old the end-offset snapshot may be before a join refreshes it again.
 DEFAULT_END_OFFSETS_MAX_AGE_MS = 1_000
+#: How long :meth:`StreamsProcess.connect` waits for the cluster (each step) before failing.
+DEFAULT_CONNECT_TIMEOUT_S = 30.0
+
+
+class BrokerUnreachableError(ConnectionError):
+    """No broker answered at the bootstrap servers within the time allowed."""
 
 
 class StateProvider(Protocol):
@@ -59,7 +71,12 @@ class EndOffsetsReader(Protocol):
     async def __call__(self) -> Mapping[TopicPartition, int] | None: ...
 
 
-AssignmentListener = Callable[["StreamsPartitionAssignor", MemberAssignment], None]
+#: ``listener(assignor, assignment)``: a plain function, or an ``async def`` (awaited).
+AssignmentListener = Callable[
+    ["StreamsPartitionAssignor", MemberAssignment], Awaitable[None] | None
+]
+#: How long :meth:`StreamsProcess.close` waits for cancelled async listeners to unwind.
+LISTENER_CANCEL_TIMEOUT_S = 5.0
 
 
 def derive_process_id(application_id: str, group_instance_id: str | None) -> ProcessId:
@@ -116,7 +133,10 @@ class StreamsProcess:
         self._assignors: list[StreamsPartitionAssignor] = []
         self._running: dict[int, frozenset[TaskId]] = {}
         self._standby: dict[int, frozenset[TaskId]] = {}
-        self._listeners: list[AssignmentListener] = []
+        self._listeners: list[tuple[AssignmentListener, bool]] = []
+        #: per consumer, the task running its latest rebalance's async listeners
+        self._listener_chain: dict[int, asyncio.Task[None]] = {}
+        self._metrics = MetricsRecorder()
         self._shutdown_requested = False
         self.changelog_end_offsets: Mapping[TopicPartition, int] | None = None
         #: what this process, as leader, noticed in the generations it led (see assign())
@@ -130,7 +150,12 @@ class StreamsProcess:
     # ------------------------------------------------------------------ consumers
 
     def new_assignor(self, group_instance_id: str | None = None) -> StreamsPartitionAssignor:
-        """A fresh assignor for one more consumer (stream thread) of this process."""
+        """A fresh assignor for one more consumer (stream thread) of this process.
+
+        For a consumer you build yourself: pass the assignor as its only
+        ``partition_assignment_strategy``, call ``assignor.bind(consumer)`` (follow-up
+        rebalances) and ``assignor.adapter.topic_creation.disable_topic_auto_creation(consumer)``
+        (no auto-created internal topics); :meth:`create_consumer` does all three."""
         assignor = StreamsPartitionAssignor(self, len(self._assignors), group_instance_id)
         self._assignors.append(assignor)
         return assignor
@@ -148,13 +173,16 @@ class StreamsProcess:
     ) -> AIOKafkaConsumer:
         """An ``AIOKafkaConsumer`` wired to a new assignor; ``subscribe`` it after ``start()``.
 
-        ``group_id`` defaults to the application id, as in Kafka Streams. Call
+        ``group_id`` defaults to the application id, as in Kafka Streams. The consumer never
+        makes the broker auto-create a topic it subscribes to (Kafka Streams'
+        ``allow.auto.create.topics=false``; see ``assignor.adapter.topic_creation``). Call
         :meth:`subscribe` (or ``consumer.subscribe(process.source_topics, listener=...)``
         with a listener from :meth:`rebalance_listener`) once the consumer has started.
         """
         from aiokafka import AIOKafkaConsumer
 
         check_rejoin_supported()
+        check_topic_auto_creation_supported()
         assignor = self.new_assignor(group_instance_id)
         aiokafka_kwargs.setdefault("group_id", self.topology.application_id)
         consumer = AIOKafkaConsumer(
@@ -163,6 +191,9 @@ class StreamsProcess:
             partition_assignment_strategy=(assignor,),
             **aiokafka_kwargs,
         )
+        # a subscribed internal topic that is missing must stay missing, not appear with the
+        # broker's default count (assignor.adapter.topic_creation)
+        disable_topic_auto_creation(consumer)
         assignor.bind(consumer)
         return consumer
 
@@ -186,8 +217,49 @@ class StreamsProcess:
     # ------------------------------------------------------------------ application API
 
     def add_listener(self, listener: AssignmentListener) -> None:
-        """Called after each rebalance with the consumer's assignor and its ``MemberAssignment``."""
-        self._listeners.append(listener)
+        """Call ``listener(assignor, assignment)`` after each rebalance, for each consumer.
+
+        ``listener`` is a plain function or an ``async def`` (a callable object whose
+        ``__call__`` is ``async def`` counts as one); anything else (not callable, a generator,
+        a signature that cannot take the two arguments) is refused here with ``TypeError``,
+        rather than never running.
+
+        Ordering. aiokafka calls ``on_assignment`` synchronously, so:
+
+        - plain listeners run inside it, in the order added, before aiokafka calls the
+          consumer's ``ConsumerRebalanceListener.on_partitions_assigned``;
+        - async listeners are scheduled on the event loop from inside it (never awaited there,
+          which would block aiokafka), and run one after the other in the order added. Per
+          consumer, a rebalance's async listeners start only when the previous rebalance's
+          have finished, so a listener never sees assignments out of order; they may still be
+          running when the consumer starts fetching. ``await process.wait_for_listeners()``
+          waits for them; :meth:`close` cancels what is left.
+
+        A listener that raises is logged with its traceback and counted in
+        :meth:`metrics` (``listener_errors``); the other listeners still run.
+        """
+        self._listeners.append((listener, _check_listener(listener)))
+
+    async def wait_for_listeners(self, timeout_s: float = 30.0) -> None:
+        """Wait until the async listeners scheduled so far have finished (at most
+        ``timeout_s``; ``TimeoutError`` after that, naming how many are still running)."""
+        pending = [task for task in self._listener_chain.values() if not task.done()]
+        if not pending:
+            return
+        _, still = await asyncio.wait(pending, timeout=timeout_s)
+        if still:
+            raise TimeoutError(
+                f"{len(still)} consumer(s)' async assignment listeners still running after "
+                f"{timeout_s} s"
+            )
+
+    def metrics(self) -> RebalanceMetrics:
+        """An immutable snapshot of this process's rebalance metrics (see
+        :class:`~assignor.adapter.metrics.RebalanceMetrics`)."""
+        return self._metrics.snapshot(
+            active_tasks=len(frozenset().union(*self._running.values())),
+            standby_tasks=len(frozenset().union(*self._standby.values())),
+        )
 
     def request_shutdown(self) -> None:
         """Ask the whole application to shut down (Kafka's ``SHUTDOWN_APPLICATION``): every
@@ -233,16 +305,50 @@ class StreamsProcess:
 
     # ------------------------------------------------------------------ end offsets
 
-    async def connect(self, bootstrap_servers: str, *, group_id: str | None = None) -> None:
-        """Read changelog end offsets from this cluster from now on (clients closed by
-        :meth:`close`), and take a first snapshot."""
+    async def connect(
+        self,
+        bootstrap_servers: str,
+        *,
+        group_id: str | None = None,
+        ensure_internal_topics: bool = True,
+        replication_factor: int = 1,
+        timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S,
+    ) -> None:
+        """Reach the cluster, create or validate the internal topics, and read changelog end
+        offsets from now on (clients closed by :meth:`close`), taking a first snapshot.
+
+        Raises :class:`BrokerUnreachableError` when no broker answers within ``timeout_s``
+        (a wrong address should stop the application at start, not leave it assigning without
+        lags), and :class:`~assignor.adapter.admin.InternalTopicsError` when an internal topic
+        exists with the wrong partition count or a source topic is missing. With
+        ``ensure_internal_topics=False`` the topics are neither created nor checked: the
+        application's deployment owns them (consumers still never auto-create them).
+        """
         from assignor.adapter.admin import ChangelogOffsetsReader
+        from assignor.adapter.admin import ensure_internal_topics as ensure
 
         reader = ChangelogOffsetsReader(
             bootstrap_servers, self.topology, group_id or self.topology.application_id
         )
+        try:
+            await asyncio.wait_for(reader.start(), timeout_s)
+        except Exception as exc:  # TimeoutError included
+            await reader.close()
+            reason = "no answer" if isinstance(exc, TimeoutError) else f"{exc}"
+            raise BrokerUnreachableError(
+                f"cannot reach Kafka at {bootstrap_servers} within {timeout_s:g} s "
+                f"({type(exc).__name__}: {reason}); check the bootstrap servers and that the "
+                "brokers are up"
+            ) from exc
         self.set_end_offsets_reader(reader)
         self.on_close(reader.close)
+        if ensure_internal_topics:
+            await ensure(
+                reader.admin,
+                self.topology,
+                replication_factor=replication_factor,
+                timeout_s=timeout_s,
+            )
         await self.refresh_end_offsets(force=True)
 
     def set_end_offsets_reader(self, reader: EndOffsetsReader | None) -> None:
@@ -283,9 +389,16 @@ class StreamsProcess:
         self._closers.append(closer)
 
     async def close(self) -> None:
-        """Cancel follow-ups and release what :meth:`on_close` registered (admin clients...)."""
+        """Cancel follow-ups and async listeners still running, and release what
+        :meth:`on_close` registered (admin clients...)."""
         for assignor in self._assignors:
             assignor.followups.cancel()
+        running = [task for task in self._listener_chain.values() if not task.done()]
+        for task in running:
+            task.cancel()
+        if running:
+            await asyncio.wait(running, timeout=LISTENER_CANCEL_TIMEOUT_S)
+        self._listener_chain.clear()
         for closer in reversed(self._closers):
             result = closer()
             if asyncio.iscoroutine(result):
@@ -305,11 +418,82 @@ class StreamsProcess:
         self._standby[index] = frozenset(assignment.standby_tasks)
 
     def _notify(self, assignor: StreamsPartitionAssignor, assignment: MemberAssignment) -> None:
-        for listener in list(self._listeners):
+        """Run the plain listeners now and schedule the async ones (see :meth:`add_listener`)."""
+        later: list[Callable[[], Awaitable[None]]] = []
+        for listener, is_async in list(self._listeners):
+            if is_async:
+                later.append(lambda fn=listener: fn(assignor, assignment))  # type: ignore[misc]
+                continue
             try:
-                listener(assignor, assignment)
+                result = listener(assignor, assignment)
             except Exception:
+                self._metrics.add(listener_errors=1)
                 log.exception("assignment listener %r failed", listener)
+                continue
+            if inspect.isawaitable(result):  # a plain function that returned a coroutine
+                later.append(lambda awaitable=result: awaitable)  # type: ignore[misc]
+        if later:
+            self._schedule_listeners(assignor.index, later)
+
+    def _schedule_listeners(
+        self, index: int, calls: list[Callable[[], Awaitable[None]]]
+    ) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._metrics.add(listener_errors=len(calls))
+            log.error(
+                "%d async assignment listener(s) of consumer %d cannot run: on_assignment was "
+                "called outside a running event loop",
+                len(calls),
+                index,
+            )
+            for call in calls:  # an already-created coroutine must not warn "never awaited"
+                awaitable = call()
+                if inspect.iscoroutine(awaitable):
+                    awaitable.close()
+            return
+        previous = self._listener_chain.get(index)
+        self._listener_chain[index] = loop.create_task(
+            self._run_listeners(previous, calls), name=f"assignment-listeners-{index}"
+        )
+
+    async def _run_listeners(
+        self, previous: asyncio.Task[None] | None, calls: list[Callable[[], Awaitable[None]]]
+    ) -> None:
+        if previous is not None and not previous.done():
+            await asyncio.wait([previous])  # its failures were logged by itself
+        for call in calls:
+            try:
+                await call()
+            except Exception:
+                self._metrics.add(listener_errors=1)
+                log.exception("async assignment listener failed")
+
+
+def _check_listener(listener: object) -> bool:
+    """True for an async listener, False for a plain one; ``TypeError`` for anything else."""
+    if not callable(listener):
+        raise TypeError(
+            f"an assignment listener must be a function listener(assignor, assignment), "
+            f"plain or async def; got {type(listener).__name__} {listener!r}"
+        )
+    call = listener if inspect.isroutine(listener) else getattr(listener, "__call__", listener)  # noqa: B004
+    if inspect.isgeneratorfunction(call) or inspect.isasyncgenfunction(call):
+        raise TypeError(
+            f"assignment listener {listener!r} is a generator function: its body would never "
+            "run; make it a plain function or an async def"
+        )
+    try:
+        inspect.signature(listener).bind(None, None)
+    except TypeError as exc:
+        raise TypeError(
+            f"assignment listener {listener!r} cannot be called as listener(assignor, "
+            f"assignment): {exc}"
+        ) from None
+    except ValueError:  # no signature to inspect (some builtins): trust the caller
+        pass
+    return inspect.iscoroutinefunction(call)
 
 
 class _RefreshingListener(ConsumerRebalanceListener):  # type: ignore[misc]
@@ -338,7 +522,10 @@ class _RefreshingListener(ConsumerRebalanceListener):  # type: ignore[misc]
 
 
 __all__ = [
+    "DEFAULT_CONNECT_TIMEOUT_S",
+    "LISTENER_CANCEL_TIMEOUT_S",
     "AssignmentListener",
+    "BrokerUnreachableError",
     "EndOffsetsReader",
     "StateProvider",
     "StreamsProcess",

@@ -28,6 +28,7 @@ from aiokafka.coordinator.protocol import (
 )
 
 from assignor.adapter.rejoin import FollowupScheduler, request_rejoin
+from assignor.leader.explain import summarize
 from assignor.leader.guard import LeaderMemory
 from assignor.leader.pipeline import GroupInput, LeaderResult, MemberSubscription, assign_group
 from assignor.member import MemberAssignment, interpret_assignment
@@ -125,16 +126,15 @@ class StreamsPartitionAssignor:
     ) -> dict[str, ConsumerProtocolMemberAssignment]:
         """The leader's decision. Never raises: a failure answers every member with an error."""
         began = time.perf_counter()
+        metrics = self.process._metrics
+        config = self.process._leader_input_config()
         try:
             group = self._group_input(cluster, members)
-            result = assign_group(
-                self.process.topology,
-                self.process._leader_input_config(),
-                group,
-                self.process.codec,
-            )
+            result = assign_group(self.process.topology, config, group, self.process.codec)
         except Exception as exc:
             log.exception("assign() failed; every member gets an error assignment")
+            metrics.assign_timed(time.perf_counter() - began)
+            metrics.add(assign_errors=1)
             return _error_assignments(members, f"{type(exc).__name__}: {exc}")
         answers: dict[str, ConsumerProtocolMemberAssignment] = {}
         for member_id in members:
@@ -149,7 +149,18 @@ class StreamsPartitionAssignor:
         elapsed = (time.perf_counter() - began) * 1000
         self.last_leader = LeaderRecord(group, result, elapsed)
         self._pending_memory = result.memory
-        log.info("assign() took %.1f ms for %d members", elapsed, len(members))
+        metrics.assign_timed(elapsed / 1000)
+        summary = summarize(result, config)
+        if summary is None:
+            metrics.add(assign_errors=1)
+        else:
+            metrics.add(
+                tasks_moved=len(summary.moved),
+                warmups_placed=summary.warmups,
+                probing_rebalances_scheduled=int(summary.probing),
+                standbys_short=summary.standbys_short,
+            )
+        log.debug("assign() took %.1f ms for %d members", elapsed, len(members))
         return answers
 
     def on_assignment(self, assignment: ConsumerProtocolMemberAssignment) -> None:
@@ -174,10 +185,16 @@ class StreamsPartitionAssignor:
             latest_supported_version=process.codec.latest_supported,
             endpoint=process.endpoint,
             previous=self.last_assignment,
+            topology=process.topology,
         )
         self.last_info = info if isinstance(info, AssignmentInfo) else None
         self.used_version = decision.next_used_version
         self.last_assignment = decision.assignment
+        _log_received(self.index, decision.assignment)
+        process._metrics.add(
+            rebalances=1,
+            assignment_errors=int(decision.assignment.error is not AssignorError.NONE),
+        )
         process._record(self.index, decision.assignment)
         self.last_followup_reason = decision.reason if decision.rebalance_at_ms is not None else ""
         if decision.rebalance_at_ms is None:
@@ -248,6 +265,27 @@ class StreamsPartitionAssignor:
             ),
             "leader_assignor": leader.result.assignor if leader else None,
         }
+
+
+def _log_received(index: int, assignment: MemberAssignment) -> None:
+    """The member's one INFO line per rebalance: what it received and what that changed."""
+    changes = assignment.changes
+    log.info(
+        "consumer %d received %d active (%d kept, %d added, %d removed) and %d standby tasks "
+        "(%d kept, %d added, %d removed)%s",
+        index,
+        len(assignment.active_tasks),
+        len(changes.kept_active),
+        len(changes.added_active),
+        len(changes.removed_active),
+        len(assignment.standby_tasks),
+        len(changes.kept_standby),
+        len(changes.added_standby),
+        len(changes.removed_standby),
+        f"; error {assignment.error.name}: {assignment.error_detail}"
+        if assignment.error is not AssignorError.NONE
+        else "",
+    )
 
 
 def _by_topic(partitions: Iterable[TopicPartition]) -> list[tuple[str, list[int]]]:

@@ -1,18 +1,24 @@
-"""The command line: run the leader's pipeline on a group described in a JSON file.
+"""The command line: the leader's pipeline on a group described in a JSON file, and a live
+group as its coordinator holds it.
 
 ``python -m assignor assign --input group.json|- [--explain] [--output FILE]`` prints the
 assignment as JSON (format: README, section "python -m assignor"). A bad input file exits with
 status 2 and one line naming the JSON path at fault; a group-level error of the assignment
 itself (missing topics, shutdown requested) is an answer, not a failure, and exits 0.
+
+``python -m assignor describe --bootstrap HOST:PORT --group G [--app FILE [--explain]
+[--save-input FILE]]`` prints a live group's members, subscriptions and assignments as JSON
+(``assignor.cli.describe``). An unreachable broker or an unknown group exits 2 with one line.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import logging
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from assignor.cli.group_input import (
@@ -21,11 +27,9 @@ from assignor.cli.group_input import (
     read_group_json,
     unknown_reported_tasks,
 )
-from assignor.leader.explain import explain
-from assignor.leader.pipeline import LeaderResult, MemberResult, assign_group
-from assignor.member import align_active_tasks
-from protocol.ids import HostInfo, TopicPartition
-from protocol.messages import NO_FOLLOWUP_REBALANCE
+from assignor.cli.render import member_to_data, placements_to_data
+from assignor.leader.pipeline import LeaderResult, assign_group
+from protocol.codec import Codec
 
 EXIT_BAD_INPUT = 2
 
@@ -38,6 +42,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    if args.command == "describe":
+        if args.explain and args.app is None:
+            parser.error(
+                "--explain needs --app FILE: the reasons depend on the topology and config, "
+                "which a live group does not carry"
+            )
+        return _describe(args)
+    return _assign(args)
+
+
+def _assign(args: argparse.Namespace) -> int:
     try:
         if args.input == "-":
             text = sys.stdin.read()
@@ -67,12 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         description.topology, description.config, description.group, description.codec
     )
     data = result_to_data(result, description, with_explain=args.explain)
-    rendered = json.dumps(data, indent=2) + "\n"
-    if args.output is None:
-        sys.stdout.write(rendered)
-    else:
-        with open(args.output, "w", encoding="utf-8") as handle:
-            handle.write(rendered)
+    _write(json.dumps(data, indent=2) + "\n", args.output)
     return 0
 
 
@@ -92,7 +102,94 @@ def _parser() -> argparse.ArgumentParser:
         "--explain", action="store_true", help="say for each task why it went where it went"
     )
     assign.add_argument("-v", "--verbose", action="store_true", help="log the leader's steps")
+    describe = commands.add_parser(
+        "describe", help="decode a live group's subscriptions and assignments (DescribeGroups)"
+    )
+    describe.add_argument("--bootstrap", required=True, help="HOST:PORT of a broker")
+    describe.add_argument("--group", required=True, help="the group id (the application id)")
+    describe.add_argument(
+        "--app",
+        help="JSON file with the application's 'topology' (and 'config'): adds lags, a replay "
+        "of the leader's decision and --explain",
+    )
+    describe.add_argument(
+        "--explain", action="store_true", help="with --app: why each task went where it went"
+    )
+    describe.add_argument(
+        "--save-input", help="with --app: write this group as 'assign --input' reads it"
+    )
+    describe.add_argument("--output", help="write the result here instead of standard output")
+    describe.add_argument(
+        "--timeout", type=float, default=30.0, help="seconds to wait for the cluster (30)"
+    )
+    describe.add_argument("-v", "--verbose", action="store_true", help="log what happens")
     return parser
+
+
+def _describe(args: argparse.Namespace) -> int:
+    """Fetch (adapter, aiokafka), then decode and render (pure)."""
+    from assignor.adapter.admin import fetch_changelog_end_offsets
+    from assignor.adapter.group_description import GroupDescriptionError, describe_live_group
+    from assignor.cli.describe import assign_input, describe_data, read_app_json
+    from assignor.topology.data_form import topology_from_data
+    from assignor.topology.model import TopologyError
+
+    app: dict[str, Any] | None = None
+    if args.app is not None:
+        try:
+            with open(args.app, encoding="utf-8") as handle:
+                app = read_app_json(handle.read())
+            topology = topology_from_data(app["topology"])
+        except OSError as exc:
+            print(f"error: cannot read {args.app}: {exc.strerror}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        except GroupInputError as exc:
+            print(f"error: {args.app}: {exc}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        except TopologyError as exc:
+            print(f"error: {args.app}: topology: {exc}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+
+    async def fetch() -> tuple[Any, Any]:
+        group = await describe_live_group(args.bootstrap, args.group, timeout_s=args.timeout)
+        ends = None
+        if app is not None:
+            ends = await fetch_changelog_end_offsets(
+                args.bootstrap, topology, args.group, timeout_s=args.timeout
+            )
+        return group, ends
+
+    try:
+        group, end_offsets = asyncio.run(fetch())
+    except GroupDescriptionError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if not group.members:
+        print(
+            f"error: group {args.group!r} has no members (state {group.state}); nothing to "
+            "describe",
+            file=sys.stderr,
+        )
+        return EXIT_BAD_INPUT
+    replay = assign_input(group, app, end_offsets) if app is not None else None
+    try:
+        data = describe_data(group, Codec(), replay_input=replay, with_explain=args.explain)
+    except GroupInputError as exc:
+        print(f"error: {args.app} with group {args.group!r}: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if args.save_input is not None and replay is not None:
+        with open(args.save_input, "w", encoding="utf-8") as handle:
+            handle.write(json.dumps(replay, indent=2) + "\n")
+    _write(json.dumps(data, indent=2) + "\n", args.output)
+    return 0
+
+
+def _write(rendered: str, output: str | None) -> None:
+    if output is None:
+        sys.stdout.write(rendered)
+    else:
+        with open(output, "w", encoding="utf-8") as handle:
+            handle.write(rendered)
 
 
 # --- the result as JSON data -----------------------------------------------------------------
@@ -111,50 +208,11 @@ def result_to_data(
         "followup": result.followup,
         "rejected_members": dict(sorted(result.rejected.items())),
         "refused_members": dict(sorted(result.refused.items())),
-        "members": {m: _member(r) for m, r in sorted(result.members.items())},
+        "members": {m: member_to_data(r) for m, r in sorted(result.members.items())},
     }
     if with_explain:
-        data["explain"] = [
-            {
-                "task": str(p.task),
-                "role": p.role,
-                "process_id": str(p.process_id),
-                "member": p.member,
-                "reason": p.reason,
-            }
-            for p in explain(result, description.config)
-        ]
+        data["explain"] = placements_to_data(result, description.config)
     return data
-
-
-def _member(result: MemberResult) -> dict[str, Any]:
-    info = result.info
-    active = align_active_tasks(info.active_tasks, result.partitions) or {}
-    return {
-        "error": info.error_code.name,
-        "version": info.version,
-        "commonly_supported_version": info.commonly_supported_version,
-        "partitions": [str(tp) for tp in sorted(result.partitions)],
-        "active_tasks": {str(t): _partitions(p) for t, p in sorted(active.items())},
-        "standby_tasks": {str(t): _partitions(p) for t, p in sorted(info.standby_tasks.items())},
-        "partitions_by_host": _hosts(info.partitions_by_host),
-        "standby_partitions_by_host": _hosts(info.standby_partitions_by_host),
-        "next_rebalance_ms": (
-            None if info.next_rebalance_ms == NO_FOLLOWUP_REBALANCE else info.next_rebalance_ms
-        ),
-        "user_data_hex": result.user_data.hex(),
-    }
-
-
-def _partitions(partitions: Sequence[TopicPartition] | frozenset[TopicPartition]) -> list[str]:
-    return [str(tp) for tp in sorted(partitions)]
-
-
-def _hosts(by_host: Mapping[HostInfo, frozenset[TopicPartition]]) -> dict[str, list[str]]:
-    return {
-        f"{host.host}:{host.port}": _partitions(parts)
-        for host, parts in sorted(by_host.items(), key=lambda item: (item[0].host, item[0].port))
-    }
 
 
 __all__ = ["main", "result_to_data"]

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from assignor.config import AssignorConfig
-from assignor.leader.pipeline import LeaderResult
 from assignor.placement.client_state import ClientState
 from assignor.placement.lags import is_caught_up
 from protocol.ids import ProcessId, TaskId
 from protocol.messages import LATEST_OFFSET, UNKNOWN_OFFSET_SUM
+
+if TYPE_CHECKING:  # the pipeline imports this module to log its decisions
+    from assignor.leader.pipeline import LeaderResult
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +59,82 @@ def explain(result: LeaderResult, config: AssignorConfig) -> list[Placement]:
     order = {"active": 0, "warmup": 1, "standby": 2}
     placements.sort(key=lambda p: (p.task, order[p.role], p.process_id.sort_key))
     return placements
+
+
+@dataclass(frozen=True, slots=True)
+class RebalanceSummary:
+    """What one decision of the leader changed, in numbers (the leader's one INFO line).
+
+    - ``moved``: active tasks now on another process than the one that reported running them
+      (that process is still in the group, so its state for the task goes cold);
+    - ``placed``: active tasks no current member reported running (first start, or their
+      process left);
+    - ``warmups``: warm-up replicas placed; ``probing``: a probing rebalance was asked for;
+    - ``standbys_short``: standby replicas ``num.standby.replicas`` asks for that found no client
+      (in ``short_tasks`` tasks).
+    """
+
+    assignor: str
+    tasks: int
+    clients: int
+    moved: tuple[TaskId, ...]
+    placed: int
+    warmups: int
+    probing: bool
+    standbys_short: int
+    short_tasks: int
+
+    def line(self) -> str:
+        moved = ", ".join(str(t) for t in self.moved[:10])
+        if len(self.moved) > 10:
+            moved += f", ... ({len(self.moved) - 10} more)"
+        return (
+            f"rebalance decided by {self.assignor}: {self.tasks} tasks on {self.clients} "
+            f"clients; {len(self.moved)} moved{f' ({moved})' if moved else ''}, "
+            f"{self.placed} newly placed, {self.warmups} warm-ups, "
+            f"{self.standbys_short} standbys short; "
+            f"{'probing rebalance scheduled' if self.probing else 'no probing rebalance'}"
+        )
+
+
+def summarize(result: LeaderResult, config: AssignorConfig) -> RebalanceSummary | None:
+    """The numbers of one decision; ``None`` when the leader answered with an error."""
+    assignment = result.task_assignment
+    layout = result.layout
+    if assignment is None or layout is None:
+        return None
+    owner_before: dict[TaskId, ProcessId] = {}
+    for pid, client in result.clients_before.items():
+        for task in client.previous_active:
+            owner_before.setdefault(task, pid)
+    moved: list[TaskId] = []
+    placed = 0
+    holders: dict[TaskId, int] = {}
+    for pid, client in assignment.clients.items():
+        warm = assignment.warmups.get(pid, frozenset())
+        for task in client.active:
+            before = owner_before.get(task)
+            if before is None:
+                placed += 1
+            elif before != pid:
+                moved.append(task)
+        for task in client.standby:
+            if task not in warm:
+                holders[task] = holders.get(task, 0) + 1
+    wanted = config.num_standby_replicas
+    shortfalls = [wanted - holders.get(t, 0) for t in layout.stateful]
+    shortfalls = [s for s in shortfalls if s > 0]
+    return RebalanceSummary(
+        assignor=result.assignor,
+        tasks=len(layout.tasks),
+        clients=len(assignment.clients),
+        moved=tuple(sorted(moved)),
+        placed=placed,
+        warmups=sum(len(w) for w in assignment.warmups.values()),
+        probing=assignment.probing_rebalance_needed,
+        standbys_short=sum(shortfalls),
+        short_tasks=len(shortfalls),
+    )
 
 
 def _members_by_task(result: LeaderResult) -> dict[tuple[ProcessId, TaskId], str]:
@@ -166,4 +245,4 @@ def _why_standby(
     return f"standby on a least loaded client other than the active's process ({lag_text}){spread}"
 
 
-__all__ = ["Placement", "explain"]
+__all__ = ["Placement", "RebalanceSummary", "explain", "summarize"]

@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from assignor.config import AssignorConfig
+from assignor.leader.explain import explain, summarize
 from assignor.leader.guard import LeaderMemory, Screening, remember_upgrades, screen_members
 from assignor.placement.client_state import ClientState, ConsumerReport, build_client_state
 from assignor.placement.lags import end_offset_sum, unknown_end_offset_sums
@@ -212,17 +213,7 @@ def _assign_decoded(
         log.exception("%s", detail)
         return _error_for_all(decoded, codec, AssignorError.ASSIGNMENT_ERROR, detail)
     members.update(_rejected_members(decoded, codec))
-    log.info(
-        "assigned %d tasks over %d clients and %d members with %s at version %d (common %d)%s",
-        len(layout.tasks),
-        len(clients),
-        len(members),
-        assignor_name,
-        used,
-        common,
-        f"; follow-up: {followup}" if followup else "; stable",
-    )
-    return LeaderResult(
+    result = LeaderResult(
         members=members,
         rejected=decoded.rejected,
         used_version=used,
@@ -234,6 +225,43 @@ def _assign_decoded(
         threads=threads,
         followup=followup,
     )
+    _log_decision(result, config, len(members))
+    return result
+
+
+def _log_decision(result: LeaderResult, config: AssignorConfig, members: int) -> None:
+    """One INFO line per rebalance (what moved), one WARNING for a standby shortfall, and at
+    DEBUG the reason for every replica (``assignor.leader.explain``, never recomputed)."""
+    summary = summarize(result, config)
+    if summary is None:
+        return
+    log.info(
+        "%s; %d members, version %d (common %d)%s",
+        summary.line(),
+        members,
+        result.used_version,
+        result.commonly_supported_version,
+        f"; follow-up: {result.followup}" if result.followup else "",
+    )
+    if summary.standbys_short:
+        log.warning(
+            "%d standby replicas of %d tasks could not be placed (num.standby.replicas %d, "
+            "%d clients): add application instances to keep the requested replicas",
+            summary.standbys_short,
+            summary.short_tasks,
+            config.num_standby_replicas,
+            summary.clients,
+        )
+    if log.isEnabledFor(logging.DEBUG):
+        for placement in explain(result, config):
+            log.debug(
+                "%s %s on %s (%s): %s",
+                placement.task,
+                placement.role,
+                placement.process_id,
+                placement.member,
+                placement.reason,
+            )
 
 
 # --- step 1 ----------------------------------------------------------------------------------

@@ -58,7 +58,7 @@ class HighAvailabilityTaskAssignor:
         probing, warmups = assign_high_availability(ws, config)
         result = ws.results()
         probing_text = "" if probing else " no"
-        log.info("Decided on assignment with%s followup probing rebalance.", probing_text)
+        log.debug("Decided on assignment with%s followup probing rebalance.", probing_text)
         return TaskAssignment(
             clients=result,
             probing_rebalance_needed=probing,

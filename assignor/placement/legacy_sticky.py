@@ -312,8 +312,8 @@ class _Run:
         for task in self.stateful_in_java_order:
             for i in range(replicas):
                 free = [c.index for c in clients if task not in c.active and task not in c.standby]
-                if not free:
-                    log.warning(
+                if not free:  # the leader logs one WARNING with the total (pipeline)
+                    log.debug(
                         "Unable to assign %d of %d standby tasks for task [%s]. There is not "
                         "enough available capacity. You should increase the number of threads "
                         "and/or application instances to maintain the requested number of "

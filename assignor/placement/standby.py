@@ -87,7 +87,8 @@ def _place(ws: Workspace, clients: _LeastLoaded, task: int, remaining: int, repl
         remaining -= 1
         clients.offer(client)
     if remaining > 0:
-        log.warning(_SHORTFALL, remaining, replicas, ws.tasks[task])
+        # per task at DEBUG: the leader logs one WARNING with the total (pipeline)
+        log.debug(_SHORTFALL, remaining, replicas, ws.tasks[task])
     return remaining
 
 

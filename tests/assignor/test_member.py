@@ -132,3 +132,28 @@ def test_error_with_a_retry_time_schedules_the_retry() -> None:
     decision = decide(failed)
     assert decision.assignment.error is AssignorError.INCOMPLETE_SOURCE_TOPIC_METADATA
     assert decision.rebalance_at_ms == 5_000
+
+
+def test_changelog_partitions_of_active_and_standby_tasks_come_from_the_topology() -> None:
+    from assignor import TopologyBuilder
+
+    builder = TopologyBuilder("app")
+    builder.add_source("a-source", "a").add_processor("count", "a-source")
+    builder.add_state_store("counts", "count").add_state_store("seen", "count")
+    builder.add_source("b-source", "b").add_processor("stateless", "b-source")
+    topology = builder.build()
+    standby = {TaskId(0, 2): (TopicPartition("a", 2),)}
+    decision = decide(info(standby_tasks=standby), topology=topology)
+    a = decision.assignment
+    counts, seen = "app-counts-changelog", "app-seen-changelog"
+    assert a.changelogs == {
+        T00: (TopicPartition(counts, 0), TopicPartition(seen, 0)),
+        T01: (TopicPartition(counts, 1), TopicPartition(seen, 1)),
+        TaskId(0, 2): (TopicPartition(counts, 2), TopicPartition(seen, 2)),
+    }  # the stateless task 1_0 has none
+    assert a.restore_partitions == {
+        TopicPartition(t, p) for t in (counts, seen) for p in (0, 1)
+    }
+    assert a.standby_changelog_partitions == {TopicPartition(counts, 2), TopicPartition(seen, 2)}
+    # without the topology (a decoder that does not run the app) nothing is invented
+    assert decide(info(standby_tasks=standby)).assignment.changelogs == {}

@@ -1,0 +1,1 @@
+"""Word count with a logged store: see :mod:`examples.wordcount.app`."""

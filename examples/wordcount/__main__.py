@@ -1,0 +1,5 @@
+import asyncio
+
+from examples.wordcount.app import main
+
+asyncio.run(main())
