@@ -26,8 +26,8 @@ test-deep: $(STAMP)
 	HYPOTHESIS_PROFILE=deep $(PY) -m pytest $(PYTEST_ARGS)
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check protocol assignor simulator
-	$(VENV)/bin/mypy --strict protocol assignor simulator
+	$(VENV)/bin/ruff check protocol assignor simulator examples
+	$(VENV)/bin/mypy --strict protocol assignor simulator examples
 
 bench: $(STAMP)
 	$(PY) tests/bench/run.py
