@@ -9,8 +9,8 @@ previous owner still at the floor, then to the threads at the floor in order.
 
 That last hand-out walks Java's ``PriorityQueue`` in its internal heap order, and the queue is
 built from a ``HashSet`` for actives. To give Kafka's exact answer we replay both structures
-(:mod:`assignor._java.java_hash`); the conformance tests compare with the real Java
-method.
+(:mod:`assignor._java.hash_table`, :mod:`assignor._java.priority_queue`); the conformance
+tests compare with the real Java method.
 """
 
 from __future__ import annotations
@@ -21,17 +21,15 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Protocol
 
-from assignor._java.java_hash import JavaHashSet, JavaPriorityQueue, task_hash
+from assignor._java.hash_codes import string_compare_key as java_string_key
+from assignor._java.hash_codes import task_id_hash
+from assignor._java.hash_table import JavaHashSet
+from assignor._java.priority_queue import JavaPriorityQueue
 from protocol.ids import TaskId
 
 
 class TaskAssignmentError(RuntimeError):
     """Kafka's ``TaskAssignmentException``: the inputs cannot be spread as the rules demand."""
-
-
-def java_string_key(text: str) -> bytes:
-    """Sort key equal to Java's ``String.compareTo`` (UTF-16 code units, not code points)."""
-    return text.encode("utf-16-be")
 
 
 def _java_task_key(task: TaskId) -> tuple[bytes, int, int]:
@@ -84,7 +82,7 @@ class _LazyQueue:
         return item
 
     def heap_order(self) -> list[int]:
-        heap = JavaPriorityQueue(self._java_order())
+        heap = JavaPriorityQueue(range(self._n), self._java_order(), indexed=True)
         for polled, item in self._log:
             if polled:
                 heap.poll()
@@ -191,7 +189,7 @@ def _assign_pass(
 
 
 def _hash_set_of_sorted(ordered: list[TaskId]) -> list[TaskId]:
-    return list(JavaHashSet(task_hash, ordered))
+    return list(JavaHashSet(task_id_hash, ordered, sort_key=_java_task_key))
 
 
 def java_hash_set_order(tasks: Iterable[TaskId]) -> list[TaskId]:
@@ -199,7 +197,8 @@ def java_hash_set_order(tasks: Iterable[TaskId]) -> list[TaskId]:
     sorted set): what Kafka hands the active passes."""
     tasks = list(tasks)
     _check_comparable(tasks)
-    return list(JavaHashSet(task_hash, sorted(tasks, key=_java_task_key)))
+    ordered = sorted(tasks, key=_java_task_key)
+    return list(JavaHashSet(task_id_hash, ordered, sort_key=_java_task_key))
 
 
 def prev_tasks_by_lag(
