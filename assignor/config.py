@@ -10,9 +10,12 @@ inside a rebalance.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from difflib import get_close_matches
 from typing import Annotated, Any, Final, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from protocol.ids import INT32_MAX, INT64_MAX
 
 #: ``StreamsConfig.MAX_RACK_AWARE_ASSIGNMENT_TAG_LIST_SIZE`` and the tag length limits.
 MAX_RACK_AWARE_TAGS: Final = 5
@@ -21,8 +24,14 @@ MAX_TAG_VALUE_LENGTH: Final = 30
 #: Kafka's prefix for a member's own tags: ``client.tag.zone=eu-1a``.
 CLIENT_TAG_PREFIX: Final = "client.tag."
 
-_LONG_MAX = 2**63 - 1
-_INT_MAX = 2**31 - 1
+
+class UnknownConfigError(ValueError):
+    """A config name this library does not know; ``name`` is the offending key."""
+
+    def __init__(self, name: str, message: str) -> None:
+        super().__init__(message)
+        self.name = name
+
 
 TaskAssignorName = Literal["high_availability", "legacy_sticky", "fallback_prior"]
 _JAVA_ASSIGNOR_NAMES: Final[Mapping[str, TaskAssignorName]] = {
@@ -38,18 +47,18 @@ class AssignorConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
-    num_standby_replicas: Annotated[int, Field(ge=0, le=_INT_MAX)] = Field(
+    num_standby_replicas: Annotated[int, Field(strict=True, ge=0, le=INT32_MAX)] = Field(
         default=0, alias="num.standby.replicas"
     )
-    acceptable_recovery_lag: Annotated[int, Field(ge=0, le=_LONG_MAX)] = Field(
+    acceptable_recovery_lag: Annotated[int, Field(strict=True, ge=0, le=INT64_MAX)] = Field(
         default=10_000, alias="acceptable.recovery.lag"
     )
-    max_warmup_replicas: Annotated[int, Field(ge=1, le=_INT_MAX)] = Field(
+    max_warmup_replicas: Annotated[int, Field(strict=True, ge=1, le=INT32_MAX)] = Field(
         default=2, alias="max.warmup.replicas"
     )
-    probing_rebalance_interval_ms: Annotated[int, Field(ge=60_000, le=_LONG_MAX)] = Field(
-        default=600_000, alias="probing.rebalance.interval.ms"
-    )
+    probing_rebalance_interval_ms: Annotated[
+        int, Field(strict=True, ge=60_000, le=INT64_MAX)
+    ] = Field(default=600_000, alias="probing.rebalance.interval.ms")
     rack_aware_assignment_tags: tuple[str, ...] = Field(
         default=(), alias="rack.aware.assignment.tags"
     )
@@ -69,6 +78,35 @@ class AssignorConfig(BaseModel):
     )
     #: This member's own tags (``client.tag.<key>`` entries), sent in its subscription.
     client_tags: Mapping[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_names(cls, data: Any) -> Any:
+        """A misspelt name fails with the names it may have meant, not pydantic's "extra inputs"."""
+        if not isinstance(data, Mapping):
+            return data
+        known = cls.config_names()
+        for key in data:
+            if not isinstance(key, str):
+                raise ValueError(f"config names are strings, got {key!r}")
+            if key in known or key.startswith(CLIENT_TAG_PREFIX):
+                continue
+            close = get_close_matches(key, sorted(known), n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else "."
+            kafka_names = ", ".join(sorted(n for n in known if "." in n))
+            raise UnknownConfigError(
+                key,
+                f"unknown config {key!r}{hint} Valid names: {kafka_names}, and "
+                f"{CLIENT_TAG_PREFIX}<key> for this member's tags"
+            )
+        return data
+
+    @classmethod
+    def config_names(cls) -> frozenset[str]:
+        """Every accepted key: Kafka Streams' names and the snake_case field names."""
+        names = set(cls.model_fields)
+        names.update(f.alias for f in cls.model_fields.values() if f.alias)
+        return frozenset(names)
 
     @model_validator(mode="before")
     @classmethod

@@ -12,13 +12,13 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from assignor.topology.tasks import TaskPartitions
 from protocol.errors import AssignorError
 from protocol.ids import HostInfo, TaskId, TopicPartition
 from protocol.messages import NO_FOLLOWUP_REBALANCE, AssignmentInfo, VersionHeader
 
 log = logging.getLogger(__name__)
 
-TaskPartitions = Mapping[TaskId, tuple[TopicPartition, ...]]
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,8 @@ The iteration order of a ``HashSet``/``HashMap`` follows from its keys' ``hashCo
 emulation (:mod:`assignor._java.hash_table`) needs them bit for bit: ``String.hashCode`` over
 UTF-16 code units, ``UUID.hashCode`` (which ``ProcessId`` uses), ``Objects.hash`` (which
 ``TaskId`` uses), all in wrapping 32-bit ``int`` arithmetic, and ``HashMap.hash``'s spreading.
-Also the one home of the Java limits the package compares against.
+Java's limits (``Integer.MAX_VALUE``, ``Long.MAX_VALUE``) and ``String`` order live with the ids
+in :mod:`protocol.ids`.
 """
 
 from __future__ import annotations
@@ -13,12 +14,6 @@ import uuid
 from typing import Final
 
 from protocol.ids import ProcessId, TaskId
-
-#: ``Integer.MAX_VALUE`` / ``Integer.MIN_VALUE``.
-INT32_MAX: Final = 2**31 - 1
-INT32_MIN: Final = -(2**31)
-#: ``Long.MAX_VALUE``.
-LONG_MAX: Final = 2**63 - 1
 
 _MASK32: Final = 0xFFFFFFFF
 _MASK64: Final = 0xFFFFFFFFFFFFFFFF
@@ -37,11 +32,6 @@ def string_hash(text: str) -> int:
     for i in range(0, len(data), 2):
         h = (31 * h + ((data[i] << 8) | data[i + 1])) & _MASK32
     return int32(h)
-
-
-def string_compare_key(text: str) -> bytes:
-    """A sort key equal to ``String.compareTo`` (UTF-16 code units, not code points)."""
-    return text.encode("utf-16-be", "surrogatepass")
 
 
 def objects_hash(*hash_codes: int | None) -> int:

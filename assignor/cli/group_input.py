@@ -38,13 +38,15 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from assignor.config import AssignorConfig
+from assignor.config import AssignorConfig, UnknownConfigError
 from assignor.leader.pipeline import GroupInput, MemberSubscription
 from assignor.topology.data_form import topology_from_data
+from assignor.topology.internal_topics import InternalTopics, size_internal_topics
 from assignor.topology.model import Topology, TopologyError
+from assignor.topology.tasks import plan_tasks
 from protocol.codec import DEFAULT_CODEC, LATEST_VERSION, SUPPORTED_VERSIONS, Codec
 from protocol.errors import AssignorError, ProtocolError
-from protocol.ids import HostInfo, ProcessId, TaskId, TopicPartition
+from protocol.ids import INT32_MAX, INT64_MAX, HostInfo, ProcessId, TaskId, TopicPartition
 from protocol.messages import SubscriptionInfo
 
 _TOP_KEYS = frozenset(
@@ -74,7 +76,6 @@ _SUBSCRIPTION_KEYS = frozenset(
         "unique_field",
     }
 )
-_INT64_MAX = 2**63 - 1
 
 
 class GroupInputError(ValueError):
@@ -117,7 +118,7 @@ def read_group(data: Any) -> GroupDescription:
     counts = _partition_counts(top["partition_counts"])
     end_offsets = _end_offsets(top.get("changelog_end_offsets"))
     config = _config(top.get("config", {}))
-    now_ms = _integer(top.get("now_ms", 0), "now_ms", 0, _INT64_MAX)
+    now_ms = _integer(top.get("now_ms", 0), "now_ms", 0, INT64_MAX)
     leader_version = _integer(
         top.get("leader_version", LATEST_VERSION), "leader_version", 1, LATEST_VERSION
     )
@@ -133,6 +134,31 @@ def read_group(data: Any) -> GroupDescription:
     return GroupDescription(topology, config, group, Codec(leader_version))
 
 
+def unknown_reported_tasks(description: GroupDescription) -> dict[str, list[TaskId]]:
+    """Per member, the tasks it reports offset sums for that the topology does not have.
+
+    The leader ignores such sums (as Kafka does), which is right for state left over from an
+    older topology but usually a mistake in a hand-written file; the command line warns.
+    Members whose user data does not decode, and topologies that cannot be sized, are left to
+    the leader, which reports them properly.
+    """
+    sized = size_internal_topics(description.topology, description.group.partition_counts)
+    if not isinstance(sized, InternalTopics):
+        return {}
+    known = set(plan_tasks(description.topology, sized.source_partitions).tasks)
+    found: dict[str, list[TaskId]] = {}
+    for member_id, member in sorted(description.group.members.items()):
+        try:
+            decoded = description.codec.decode_subscription(member.user_data)
+        except ProtocolError:
+            continue
+        if isinstance(decoded, SubscriptionInfo):
+            unknown = [t for t in decoded.task_offset_sums if t not in known]
+            if unknown:
+                found[member_id] = sorted(unknown, key=str)
+    return found
+
+
 # --- pieces ----------------------------------------------------------------------------------
 
 
@@ -142,7 +168,7 @@ def _partition_counts(raw: Any) -> dict[str, int]:
     for topic, count in counts.items():
         where = f"partition_counts[{topic!r}]"
         _topic_name(topic, where)
-        result[topic] = _integer(count, where, 1, 2**31 - 1)
+        result[topic] = _integer(count, where, 1, INT32_MAX)
     return result
 
 
@@ -160,16 +186,16 @@ def _end_offsets(raw: Any) -> dict[TopicPartition, int] | None:
                 inner = f"{where}[{partition!r}]"
                 if not isinstance(partition, str) or not partition.isdigit():
                     raise GroupInputError(inner, "a partition number must be a decimal string")
-                number = _integer(int(partition), inner, 0, 2**31 - 1)
-                result[TopicPartition(key, number)] = _integer(offset, inner, 0, _INT64_MAX)
+                number = _integer(int(partition), inner, 0, INT32_MAX)
+                result[TopicPartition(key, number)] = _integer(offset, inner, 0, INT64_MAX)
             continue
         topic, sep, partition = key.rpartition("-")
         if not sep or not topic or not partition.isdigit():
             raise GroupInputError(
                 where, "key must be '<topic>-<partition>' or a topic mapping to {partition: offset}"
             )
-        tp = TopicPartition(topic, _integer(int(partition), where, 0, 2**31 - 1))
-        result[tp] = _integer(value, where, 0, _INT64_MAX)
+        tp = TopicPartition(topic, _integer(int(partition), where, 0, INT32_MAX))
+        result[tp] = _integer(value, where, 0, INT64_MAX)
     return result
 
 
@@ -179,7 +205,11 @@ def _config(raw: Any) -> AssignorConfig:
         return AssignorConfig.model_validate(dict(entries))
     except ValidationError as exc:
         first = exc.errors()[0]
-        location = ".".join(str(part) for part in first["loc"])
+        cause = first.get("ctx", {}).get("error")
+        if isinstance(cause, UnknownConfigError):
+            location = cause.name
+        else:
+            location = ".".join(str(part) for part in first["loc"])
         raise GroupInputError(f"config[{location!r}]", first["msg"]) from exc
 
 
@@ -245,7 +275,7 @@ def _subscription(raw: Any, where: str) -> SubscriptionInfo:
             task_id = TaskId.parse(task)
         except ValueError as exc:
             raise GroupInputError(at, str(exc)) from exc
-        sums[task_id] = _integer(offset, at, -3, _INT64_MAX)
+        sums[task_id] = _integer(offset, at, -3, INT64_MAX)
     code = entry.get("error_code", 0)
     try:
         error = AssignorError[code] if isinstance(code, str) else AssignorError(code)
@@ -290,7 +320,7 @@ def _leader(raw: Any, members: Mapping[str, MemberSubscription]) -> ProcessId | 
 
 
 def _process_id(raw: Any, where: str) -> ProcessId:
-    if isinstance(raw, int) and not isinstance(raw, bool) and 0 <= raw <= _INT64_MAX:
+    if isinstance(raw, int) and not isinstance(raw, bool) and 0 <= raw <= INT64_MAX:
         return ProcessId.for_int(raw)
     if isinstance(raw, str):
         try:

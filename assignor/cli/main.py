@@ -1,6 +1,6 @@
 """The command line: run the leader's pipeline on a group described in a JSON file.
 
-``python -m assignor assign --input group.json [--explain] [--output FILE]`` prints the
+``python -m assignor assign --input group.json|- [--explain] [--output FILE]`` prints the
 assignment as JSON (format: README, section "python -m assignor"). A bad input file exits with
 status 2 and one line naming the JSON path at fault; a group-level error of the assignment
 itself (missing topics, shutdown requested) is an answer, not a failure, and exits 0.
@@ -15,7 +15,12 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from assignor.cli.group_input import GroupDescription, GroupInputError, read_group_json
+from assignor.cli.group_input import (
+    GroupDescription,
+    GroupInputError,
+    read_group_json,
+    unknown_reported_tasks,
+)
 from assignor.leader.explain import explain
 from assignor.leader.pipeline import LeaderResult, MemberResult, assign_group
 from assignor.member import align_active_tasks
@@ -34,16 +39,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         stream=sys.stderr,
     )
     try:
-        with open(args.input, encoding="utf-8") as handle:
-            text = handle.read()
+        if args.input == "-":
+            text = sys.stdin.read()
+        else:
+            with open(args.input, encoding="utf-8") as handle:
+                text = handle.read()
     except OSError as exc:
         print(f"error: cannot read {args.input}: {exc.strerror}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except UnicodeDecodeError as exc:
+        print(f"error: {args.input} is not UTF-8 text: {exc.reason}", file=sys.stderr)
         return EXIT_BAD_INPUT
     try:
         description = read_group_json(text)
     except GroupInputError as exc:
         print(f"error: {args.input}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    for member_id, tasks in unknown_reported_tasks(description).items():
+        shown = ", ".join(str(t) for t in tasks[:10])
+        more = f" and {len(tasks) - 10} more" if len(tasks) > 10 else ""
+        print(
+            f"warning: member {member_id!r} reports offset sums for tasks the topology does not "
+            f"have ({shown}{more}); the leader ignores them",
+            file=sys.stderr,
+        )
     result = assign_group(
         description.topology, description.config, description.group, description.codec
     )
@@ -65,7 +84,9 @@ def _parser() -> argparse.ArgumentParser:
     assign = commands.add_parser(
         "assign", help="run the group leader's assignment on a JSON description of a group"
     )
-    assign.add_argument("--input", required=True, help="the group description (JSON)")
+    assign.add_argument(
+        "--input", required=True, help="the group description (JSON); '-' reads standard input"
+    )
     assign.add_argument("--output", help="write the result here instead of standard output")
     assign.add_argument(
         "--explain", action="store_true", help="say for each task why it went where it went"
@@ -89,6 +110,7 @@ def result_to_data(
         "commonly_supported_version": result.commonly_supported_version,
         "followup": result.followup,
         "rejected_members": dict(sorted(result.rejected.items())),
+        "refused_members": dict(sorted(result.refused.items())),
         "members": {m: _member(r) for m, r in sorted(result.members.items())},
     }
     if with_explain:

@@ -1,6 +1,7 @@
 """The group leader's ``assign()``, as one visible composition of small pure steps.
 
     decode_group        1. subscriptions -> clients keyed by process id (one consumer = one thread)
+    screen_members      1b. refuse process-id clones and version liars (``assignor.leader.guard``)
     size_internal_topics 2. repartition topic counts, copartition groups
     plan_tasks          3. tasks and their partitions, stateful tasks, changelog partitions
     build_clients       +  previous tasks and lags per client (from changelog end offsets)
@@ -10,9 +11,11 @@
     encode_members      7. one AssignmentInfo per member, at the version every member reads
                         8. (member side: ``assignor.member``)
 
-Nothing here raises for a problem of the group: a member whose bytes cannot be read gets an error
-assignment of its own; missing topics, a shutdown request or a failing task assignor become an
-error assignment for every member. Everything is logged with the member or topic it concerns.
+Nothing here raises for a problem of the group: a member whose bytes cannot be read, or that
+``assignor.leader.guard`` refuses (a clone of another instance's process id, a version liar),
+gets an error assignment of its own; missing topics, a shutdown request or a failing task
+assignor become an error assignment for every member. Everything is logged with the member or
+topic it concerns.
 """
 
 from __future__ import annotations
@@ -20,9 +23,10 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from assignor.config import AssignorConfig
+from assignor.leader.guard import LeaderMemory, Screening, remember_upgrades, screen_members
 from assignor.placement.client_state import ClientState, ConsumerReport, build_client_state
 from assignor.placement.lags import end_offset_sum, unknown_end_offset_sums
 from assignor.placement.task_assignor import TaskAssignment, TaskAssignor
@@ -65,6 +69,8 @@ class GroupInput:
     now_ms: int
     #: the leader's own process: a probing rebalance is scheduled on it, as in Kafka
     leader_process_id: ProcessId | None = None
+    #: what the leader noticed in earlier generations (clones, ignored upgrade instructions)
+    memory: LeaderMemory = field(default_factory=LeaderMemory)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,10 +114,10 @@ class LeaderResult:
     threads: Mapping[ProcessId, ThreadAssignment] = field(default_factory=dict)
     #: why a follow-up rebalance will happen, if one will
     followup: str = ""
-
-    @property
-    def active_tasks_by_member(self) -> dict[str, tuple[TaskId, ...]]:
-        return {m: tuple(dict.fromkeys(r.info.active_tasks)) for m, r in self.members.items()}
+    #: members refused by ``assignor.leader.guard`` (clones, version liars), with the reason
+    refused: Mapping[str, str] = field(default_factory=dict)
+    #: what the leader should remember for the next generation
+    memory: LeaderMemory = field(default_factory=LeaderMemory)
 
 
 # --- the composition -------------------------------------------------------------------------
@@ -124,7 +130,24 @@ def assign_group(
     codec: Codec = DEFAULT_CODEC,
 ) -> LeaderResult:
     """Kafka Streams' leader-side ``assign()``: steps 1 to 7, composed."""
-    decoded = decode_group(group.members, codec)
+    everyone = decode_group(group.members, codec)
+    screening = screen_members(everyone.subscriptions, group.memory)
+    decoded = without_refused(everyone, screening.refused, codec)
+    result = _assign_decoded(topology, config, group, decoded, codec)
+    if screening.refused and not decoded.subscriptions and not decoded.rejected:
+        result = replace(result, detail="every member was refused (process-id clones or "
+                         "version liars; see the warnings of assignor.leader.guard)")
+    return _answer_refused(result, screening, decoded, codec)
+
+
+def _assign_decoded(
+    topology: Topology,
+    config: AssignorConfig,
+    group: GroupInput,
+    decoded: DecodedGroup,
+    codec: Codec,
+) -> LeaderResult:
+    """Steps 2 to 7 for the members the leader serves."""
     used = decoded.min_used_version
     common = decoded.min_supported_version
     if not decoded.subscriptions:
@@ -264,6 +287,24 @@ def decode_group(members: Mapping[str, MemberSubscription], codec: Codec) -> Dec
     )
 
 
+def without_refused(
+    decoded: DecodedGroup, refused: Mapping[str, str], codec: Codec
+) -> DecodedGroup:
+    """Step 1b: the group without the refused members, whose versions no longer count."""
+    if not refused:
+        return decoded
+    kept = {m: s for m, s in decoded.subscriptions.items() if m not in refused}
+    return replace(
+        decoded,
+        subscriptions=kept,
+        process_of={m: p for m, p in decoded.process_of.items() if m not in refused},
+        min_used_version=min([codec.latest_supported, *(s.version for s in kept.values())]),
+        min_supported_version=min(
+            [codec.latest_supported, *(s.latest_supported_version for s in kept.values())]
+        ),
+    )
+
+
 # --- step 2 / 3 helpers ----------------------------------------------------------------------
 
 
@@ -369,7 +410,7 @@ def run_task_assignor(
     layout: TaskLayout,
     config: AssignorConfig,
 ) -> TaskAssignment:
-    return task_assignor(name).assign(clients, tuple(layout.tasks), layout.stateful, config)
+    return task_assignor(name).place_tasks(clients, tuple(layout.tasks), layout.stateful, config)
 
 
 # --- steps 6 and 7 ---------------------------------------------------------------------------
@@ -497,6 +538,25 @@ def _error_for_all(
         commonly_supported_version=decoded.min_supported_version,
         followup="retry after the error" if followup_ms is not None else "",
     )
+
+
+def _answer_refused(
+    result: LeaderResult, screening: Screening, decoded: DecodedGroup, codec: Codec
+) -> LeaderResult:
+    """Give each refused member its own error assignment (version 1, which every build reads,
+    and no follow-up, so nothing tells it to rejoin) and the memory for the next generation."""
+    members = dict(result.members)
+    for member_id, reason in screening.refused.items():
+        info = AssignmentInfo.error(AssignorError.ASSIGNMENT_ERROR, 1)
+        members[member_id] = MemberResult((), info, codec.encode_assignment(info, version=1))
+        log.debug("member %s refused: %s", member_id, reason)
+    if result.error is AssignorError.NONE:
+        memory = remember_upgrades(
+            screening, decoded.subscriptions, result.commonly_supported_version
+        )
+    else:  # an error answer tells nobody to upgrade
+        memory = replace(screening.memory, upgrade_told={})
+    return replace(result, members=members, refused=dict(screening.refused), memory=memory)
 
 
 def _sizing_failed(decoded: DecodedGroup, codec: Codec, failure: SizingFailure) -> LeaderResult:

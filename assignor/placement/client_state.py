@@ -29,9 +29,12 @@ _EMPTY: Final[Mapping[str, str]] = MappingProxyType({})
 _NO_TASKS: frozenset[TaskId] = frozenset()
 
 
-def task_key(task: TaskId) -> tuple[str, int, int]:
-    """A sort key equal to ``TaskId.compareTo`` (cheap: no pydantic comparison per step)."""
-    return (task.topology or "", task.subtopology, task.partition)
+def prev_tasks_by_lag(previous: Iterable[TaskId], lags: Mapping[TaskId, int]) -> tuple[TaskId, ...]:
+    """Of ``previous``, the tasks that are stateful now (have a lag), least lag first, then in
+    Kafka's task order: the order Kafka's ``ClientState.prevTasksByLag`` gives a thread."""
+    known = [t for t in previous if t in lags]
+    known.sort(key=lambda t: (lags[t], t.sort_key))
+    return tuple(known)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,21 +88,15 @@ class ClientState:
     def is_stateful(self, task: TaskId) -> bool:
         return task in self.task_lags
 
-    @property
-    def previous_assigned(self) -> frozenset[TaskId]:
-        return self.previous_active | self.previous_standby
-
     def prev_tasks_by_lag(self, consumer: str) -> tuple[TaskId, ...]:
         """A consumer's previous stateful tasks, least lag first (then task order).
 
         Tasks no longer stateful in the current topology are dropped, as in Kafka. This is the
         input the thread-level stickiness of ``assignTasksToThreads`` needs.
         """
-        tasks = self.previous_tasks_by_consumer.get(consumer, _NO_TASKS)
-        lags = self.task_lags
-        known = [t for t in tasks if t in lags]
-        known.sort(key=lambda t: (lags[t], task_key(t)))
-        return tuple(known)
+        return prev_tasks_by_lag(
+            self.previous_tasks_by_consumer.get(consumer, _NO_TASKS), self.task_lags
+        )
 
     def previous_owner_of(self, partition: TopicPartition) -> str | None:
         return self.owned_partitions.get(partition)
@@ -233,7 +230,3 @@ def build_client_state(
         rack=rack,
     )
 
-
-def sorted_clients(clients: Mapping[ProcessId, ClientState]) -> list[ClientState]:
-    """Clients in Kafka's ``TreeMap<ProcessId, ...>`` order (signed UUID halves)."""
-    return [clients[pid] for pid in sorted(clients, key=lambda p: p.sort_key)]

@@ -23,12 +23,12 @@ class FallbackPriorTaskAssignor:
     def __init__(self) -> None:
         self._delegate = LegacyStickyTaskAssignor(must_preserve_active=True)
 
-    def assign(
+    def place_tasks(
         self,
         clients: Mapping[ProcessId, ClientState],
         all_tasks: Collection[TaskId],
         stateful_tasks: Collection[TaskId],
         config: AssignorConfig,
     ) -> TaskAssignment:
-        result = self._delegate.assign(clients, all_tasks, stateful_tasks, config)
+        result = self._delegate.place_tasks(clients, all_tasks, stateful_tasks, config)
         return TaskAssignment(clients=result.clients, probing_rebalance_needed=True)

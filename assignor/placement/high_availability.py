@@ -45,7 +45,7 @@ class HighAvailabilityTaskAssignor:
 
     name = "high_availability"
 
-    def assign(
+    def place_tasks(
         self,
         clients: Mapping[ProcessId, ClientState],
         all_tasks: Collection[TaskId],

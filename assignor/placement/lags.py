@@ -10,10 +10,14 @@ lag of all (a Kafka quirk the Python side must keep to produce Kafka's assignmen
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
+from typing import Final
 
-from assignor._java.hash_codes import LONG_MAX as LONG_MAX  # an overflowed sum saturates here
-from protocol.ids import TaskId
+from protocol.ids import INT64_MAX, TaskId
 from protocol.messages import LATEST_OFFSET, UNKNOWN_OFFSET_SUM
+
+#: Java's ``Long.MAX_VALUE``: an end-offset sum that overflowed saturates here.
+#: Java's ``Long.MAX_VALUE``, where Kafka's lag arithmetic saturates.
+LONG_MAX: Final = INT64_MAX
 
 
 def end_offset_sum(end_offsets: Iterable[int]) -> int:

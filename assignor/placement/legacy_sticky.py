@@ -22,6 +22,7 @@ from __future__ import annotations
 import heapq
 import logging
 from collections.abc import Collection, Iterable, Mapping
+from operator import attrgetter
 
 from assignor._java.hash_codes import int32, process_id_hash, spread, task_id_hash
 from assignor._java.hash_table import (
@@ -31,9 +32,11 @@ from assignor._java.hash_table import (
     grown_table_length,
 )
 from assignor.config import AssignorConfig
-from assignor.placement.client_state import ClientState, task_key
+from assignor.placement.client_state import ClientState
 from assignor.placement.task_assignor import TaskAssignment
 from protocol.ids import ProcessId, TaskId
+
+_SORT_KEY = attrgetter("sort_key")  # Kafka's TaskId.compareTo
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +79,7 @@ class _Run:
         stateful_tasks: Collection[TaskId],
         must_preserve_active: bool,
     ) -> None:
-        self.ordered_tasks = sorted(set(all_tasks) | set(stateful_tasks), key=task_key)
+        self.ordered_tasks = sorted(set(all_tasks) | set(stateful_tasks), key=_SORT_KEY)
         self.rank = {task: i for i, task in enumerate(self.ordered_tasks)}
         self.n_tasks = len(self.ordered_tasks)
         self.must_preserve_active = must_preserve_active
@@ -99,10 +102,10 @@ class _Run:
         # HashSet<TaskId>s of all and of stateful tasks, filled in task order.
         self.all_ranks = {self.rank[t] for t in all_tasks}
         self.all_in_java_order = [
-            self.rank[t] for t in _task_set(sorted(all_tasks, key=task_key))
+            self.rank[t] for t in _task_set(sorted(all_tasks, key=_SORT_KEY))
         ]
         self.stateful_in_java_order = [
-            self.rank[t] for t in _task_set(sorted(stateful_tasks, key=task_key))
+            self.rank[t] for t in _task_set(sorted(stateful_tasks, key=_SORT_KEY))
         ]
         # Java computes n(n-1)/2 in 32-bit ints (it wraps past 46,341 tasks).
         product = int32(len(self.all_ranks) * (len(self.all_ranks) - 1))
@@ -117,10 +120,10 @@ class _Run:
         self.prev_standby: dict[TaskId, JavaHashSet[ProcessId]] = {}
         for i, pid in enumerate(self.pids):
             state = self.states[pid]
-            for task in sorted(state.previous_active, key=task_key):
+            for task in sorted(state.previous_active, key=_SORT_KEY):
                 self.prev_active_keys.add(task)
                 self.prev_active[task] = i
-            for task in sorted(state.previous_standby, key=task_key):
+            for task in sorted(state.previous_standby, key=_SORT_KEY):
                 owners = self.prev_standby.get(task)
                 if owners is None:
                     owners = self.prev_standby[task] = JavaHashSet(process_id_hash)
@@ -346,7 +349,7 @@ class LegacyStickyTaskAssignor:
     def __init__(self, must_preserve_active: bool = False) -> None:
         self.must_preserve_active = must_preserve_active
 
-    def assign(
+    def place_tasks(
         self,
         clients: Mapping[ProcessId, ClientState],
         all_tasks: Collection[TaskId],

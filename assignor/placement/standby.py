@@ -35,13 +35,12 @@ _SHORTFALL = (
 class _LeastLoaded:
     """Clients ordered by ``ws.keys`` = (assigned load, client); exact while keys stay fresh."""
 
-    __slots__ = ("_keys", "_order", "_present", "_ws")
+    __slots__ = ("_keys", "_order", "_ws")
 
     def __init__(self, ws: Workspace) -> None:
         self._ws = ws
         self._keys: dict[int, tuple[float, int]] = {}
         self._order: list[tuple[float, int]] = []
-        self._present: set[int] = set()
 
     def offer(self, client: int) -> None:
         old = self._keys.get(client)

@@ -32,9 +32,13 @@ class TaskAssignor(Protocol):
 
     ``all_tasks`` includes ``stateful_tasks``; every client's ``task_lags`` has an entry for
     every stateful task. Any assignment already present on the input states is ignored.
+
+    Kafka calls the method ``assign``; here it is ``place_tasks`` so that a reader of the leader
+    does not confuse it with aiokafka's ``assign(cluster, members)`` (the whole rebalance) or
+    with :func:`assignor.assign_group` (the leader's pipeline).
     """
 
-    def assign(
+    def place_tasks(
         self,
         clients: Mapping[ProcessId, ClientState],
         all_tasks: Collection[TaskId],

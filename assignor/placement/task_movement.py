@@ -116,7 +116,7 @@ class CaughtUp:
         return None
 
 
-class _Budget:
+class Budget:
     """The warm-up replicas left for this rebalance (Kafka's shared ``AtomicInteger``)."""
 
     __slots__ = ("left",)
@@ -153,7 +153,7 @@ def _movement_queue(keys: list[tuple[int, int]]) -> JavaPriorityQueue:
 
 
 def assign_active_movements(
-    ws: Workspace, caught: CaughtUp, warmups: dict[int, set[int]], budget: _Budget
+    ws: Workspace, caught: CaughtUp, warmups: dict[int, set[int]], budget: Budget
 ) -> int:
     """Move actives to caught-up clients; return how many movements were needed."""
     clients = _client_set(ws)
@@ -204,7 +204,7 @@ def assign_active_movements(
 
 
 def assign_standby_movements(
-    ws: Workspace, caught: CaughtUp, warmups: dict[int, set[int]], budget: _Budget
+    ws: Workspace, caught: CaughtUp, warmups: dict[int, set[int]], budget: Budget
 ) -> int:
     """Move standbys to caught-up clients; return how many moved."""
     clients = _client_set(ws)
@@ -251,5 +251,3 @@ def _swap(ws: Workspace, task: int, source: int, destination: int) -> None:
     ws.unassign_active(destination, task)
     ws.assign_standby(destination, task)
 
-
-Budget = _Budget

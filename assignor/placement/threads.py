@@ -19,22 +19,19 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
+from operator import attrgetter
 from typing import Protocol
 
-from assignor._java.hash_codes import string_compare_key as java_string_key
 from assignor._java.hash_codes import task_id_hash
 from assignor._java.hash_table import JavaHashSet
 from assignor._java.priority_queue import JavaPriorityQueue
-from protocol.ids import TaskId
+from protocol.ids import TaskId, java_string_key
+
+_SORT_KEY = attrgetter("sort_key")  # Kafka's TaskId.compareTo
 
 
 class TaskAssignmentError(RuntimeError):
     """Kafka's ``TaskAssignmentException``: the inputs cannot be spread as the rules demand."""
-
-
-def _java_task_key(task: TaskId) -> tuple[bytes, int, int]:
-    name = task.topology
-    return (b"" if name is None else java_string_key(name), task.subtopology, task.partition)
 
 
 def _check_comparable(tasks: Iterable[TaskId]) -> None:
@@ -106,7 +103,7 @@ def assign_tasks_to_threads(
     tasks that are stateful now. ``thread_load`` is not modified.
     """
     _check_comparable(tasks)
-    ordered = sorted(set(tasks), key=_java_task_key)
+    ordered = sorted(set(tasks), key=_SORT_KEY)
     return _assign_pass(
         ordered, lambda: tasks, is_stateful, consumers, prev_tasks_by_lag, thread_load
     )
@@ -189,7 +186,7 @@ def _assign_pass(
 
 
 def _hash_set_of_sorted(ordered: list[TaskId]) -> list[TaskId]:
-    return list(JavaHashSet(task_id_hash, ordered, sort_key=_java_task_key))
+    return list(JavaHashSet(task_id_hash, ordered, sort_key=_SORT_KEY))
 
 
 def java_hash_set_order(tasks: Iterable[TaskId]) -> list[TaskId]:
@@ -197,17 +194,8 @@ def java_hash_set_order(tasks: Iterable[TaskId]) -> list[TaskId]:
     sorted set): what Kafka hands the active passes."""
     tasks = list(tasks)
     _check_comparable(tasks)
-    ordered = sorted(tasks, key=_java_task_key)
-    return list(JavaHashSet(task_id_hash, ordered, sort_key=_java_task_key))
-
-
-def prev_tasks_by_lag(
-    previous: Iterable[TaskId], lags: Mapping[TaskId, int]
-) -> tuple[TaskId, ...]:
-    """A consumer's previous tasks that are stateful now, least lag first, then task order."""
-    known = [t for t in previous if t in lags]
-    known.sort(key=lambda t: (lags[t], _java_task_key(t)))
-    return tuple(known)
+    ordered = sorted(tasks, key=_SORT_KEY)
+    return list(JavaHashSet(task_id_hash, ordered, sort_key=_SORT_KEY))
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,7 +226,7 @@ def distribute_tasks(
         (standby, True, False),
         (stateless_active, False, True),
     ):
-        ordered = sorted(set(tasks), key=_java_task_key)
+        ordered = sorted(set(tasks), key=_SORT_KEY)
         _check_comparable(ordered)
         # A HashSet filled in task order, or the sorted set itself (already a valid heap).
         java_order = partial(_hash_set_of_sorted, ordered) if hashed else partial(iter, ordered)
@@ -272,10 +260,10 @@ def distribute_client_tasks(client: AssignedClient) -> ThreadAssignment:
         # One thread takes everything, whatever the order Kafka would hand it out in; this
         # skips the per-task bookkeeping that dominates single-threaded clients at scale.
         (only,) = set(consumers)
-        active = sorted(client.stateful_active, key=_java_task_key)
-        active += sorted(client.stateless_active, key=_java_task_key)
+        active = sorted(client.stateful_active, key=_SORT_KEY)
+        active += sorted(client.stateless_active, key=_SORT_KEY)
         return ThreadAssignment(
-            active={only: active}, standby={only: sorted(client.standby, key=_java_task_key)}
+            active={only: active}, standby={only: sorted(client.standby, key=_SORT_KEY)}
         )
     prev_by_lag = {c: client.prev_tasks_by_lag(c) for c in consumers}
     return distribute_tasks(
@@ -291,5 +279,4 @@ __all__ = [
     "distribute_client_tasks",
     "distribute_tasks",
     "java_hash_set_order",
-    "prev_tasks_by_lag",
 ]

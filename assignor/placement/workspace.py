@@ -12,10 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
+from operator import attrgetter
 
-from assignor.placement.client_state import ClientState, task_key
+from assignor.placement.client_state import ClientState
 from assignor.placement.lags import TaskLags, task_lag
 from protocol.ids import ProcessId, TaskId
+
+_SORT_KEY = attrgetter("sort_key")  # Kafka's TaskId.compareTo
 
 
 @dataclass(slots=True)
@@ -70,7 +73,7 @@ class Workspace:
         unknown = stateful_set.difference(all_tasks)
         if unknown:
             raise ValueError(f"stateful tasks {sorted(unknown)} are not among all tasks")
-        self.tasks: list[TaskId] = sorted(set(all_tasks), key=task_key)
+        self.tasks: list[TaskId] = sorted(set(all_tasks), key=_SORT_KEY)
         self.task_index: dict[TaskId, int] = {t: i for i, t in enumerate(self.tasks)}
         self.stateful: list[int] = [i for i, t in enumerate(self.tasks) if t in stateful_set]
         n = len(self.clients)
@@ -152,8 +155,6 @@ class Workspace:
         self.standby[client].remove(task)
         self._touch(client, -1)
 
-    def load(self, client: int) -> float:
-        return self.count[client] / self.capacity[client]
 
     def results(self) -> dict[ProcessId, ClientState]:
         tasks = self.tasks

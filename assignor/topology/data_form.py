@@ -16,8 +16,12 @@ Java conformance harness reports Kafka's own subtopologies the same way. The for
     }
 
 ``repartition_topics`` maps each repartition topic to its enforced partition count or null;
-every other topic is external. ``sink_topics``, ``changelog_topics``, ``stores``, ``nodes``,
-``repartition_topics`` and ``copartition_groups`` may be left out. Reading checks every field and
+every other topic is external. ``source_topics`` is listed in the order Kafka's builder registers
+the topics and ``copartition_groups`` as declared (neither merged nor sorted), each group's topics
+in the order Kafka adds them: Kafka's repartition sizing and copartition merging walk hash tables
+whose order depends on them when names share a hash bucket. ``sink_topics``,
+``changelog_topics``, ``stores``, ``nodes``, ``repartition_topics`` and ``copartition_groups``
+may be left out. Reading checks every field and
 raises :class:`~assignor.topology.model.TopologyError` with the path of the first bad one
 (``subtopologies[1].source_topics[0]``); a valid form gives the same :class:`Topology` the
 builder would.
@@ -29,13 +33,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from assignor.topology.model import (
-    Subtopology,
-    Topology,
-    TopologyError,
-    check_enforced_copartition,
-    merge_copartition_groups,
-)
+from assignor.topology.copartition import check_declared_groups
+from assignor.topology.model import Subtopology, Topology, TopologyError
+from protocol.ids import INT32_MAX
 
 _TOP_KEYS = {"application_id", "subtopologies", "repartition_topics", "copartition_groups"}
 _SUB_KEYS = {"id", "source_topics", "sink_topics", "changelog_topics", "stores", "nodes"}
@@ -47,7 +47,7 @@ def topology_to_data(topology: Topology) -> dict[str, Any]:
     for sub in topology.subtopologies:
         entry: dict[str, Any] = {
             "id": sub.id,
-            "source_topics": list(sub.source_topics),
+            "source_topics": list(sub.ordered_source_topics),
             "sink_topics": list(sub.sink_topics),
             "changelog_topics": list(sub.changelog_topics),
             "stores": list(sub.stores),
@@ -93,8 +93,7 @@ def topology_from_data(data: Any) -> Topology:
     subs = [_with_repartition(sub, repartition_names) for sub in subs]
 
     groups = _read_copartition(top.get("copartition_groups", []), subs)
-    for group in groups:
-        check_enforced_copartition(group, repartition)
+    check_declared_groups(application_id, groups, repartition)
     return Topology(
         application_id=application_id,
         subtopologies=tuple(subs),
@@ -106,9 +105,10 @@ def topology_from_data(data: Any) -> Topology:
 def _read_subtopology(raw: Any, where: str) -> Subtopology:
     entry = _mapping(raw, where, _SUB_KEYS)
     sub_id = entry.get("id")
-    if not isinstance(sub_id, int) or isinstance(sub_id, bool) or not 0 <= sub_id < 2**31:
+    if not isinstance(sub_id, int) or isinstance(sub_id, bool) or not 0 <= sub_id <= INT32_MAX:
         raise TopologyError(f"{where}.id: must be an integer from 0 to 2^31-1, not {sub_id!r}")
-    sources = _names(entry.get("source_topics"), f"{where}.source_topics")
+    ordered = _names(entry.get("source_topics"), f"{where}.source_topics", keep_order=True)
+    sources = tuple(sorted(ordered))
     if not sources:
         raise TopologyError(
             f"{where}.source_topics: a subtopology reads at least one topic", str(sub_id)
@@ -120,6 +120,7 @@ def _read_subtopology(raw: Any, where: str) -> Subtopology:
         changelog_topics=_names(entry.get("changelog_topics", []), f"{where}.changelog_topics"),
         stores=_names(entry.get("stores", []), f"{where}.stores"),
         nodes=tuple(_names(entry.get("nodes", []), f"{where}.nodes", keep_order=True)),
+        source_topic_order=ordered,
     )
 
 
@@ -155,7 +156,7 @@ def _read_repartition(raw: Any, subs: Sequence[Subtopology]) -> dict[str, int | 
         if not isinstance(topic, str) or not topic:
             raise TopologyError(f"{where}: topic name must be a non-empty string")
         if count is not None and (
-            not isinstance(count, int) or isinstance(count, bool) or not 1 <= count < 2**31
+            not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= INT32_MAX
         ):
             raise TopologyError(f"{where}: count must be null or a positive integer", topic)
         if topic not in read or topic not in written:
@@ -178,6 +179,7 @@ def _with_repartition(sub: Subtopology, repartition: set[str]) -> Subtopology:
         repartition_source_topics=tuple(t for t in sub.source_topics if t in repartition),
         repartition_sink_topics=tuple(t for t in sub.sink_topics if t in repartition),
         nodes=sub.nodes,
+        source_topic_order=sub.source_topic_order,
     )
 
 
@@ -188,7 +190,7 @@ def _read_copartition(raw: Any, subs: Sequence[Subtopology]) -> list[tuple[str, 
     groups = []
     for index, group in enumerate(raw):
         where = f"copartition_groups[{index}]"
-        topics = _names(group, where)
+        topics = _names(group, where, keep_order=True)
         if not topics:
             raise TopologyError(f"{where}: a copartition group names at least one topic")
         for topic in topics:
@@ -197,7 +199,7 @@ def _read_copartition(raw: Any, subs: Sequence[Subtopology]) -> list[tuple[str, 
                     f"{where}: topic {topic!r} is not a source topic of any subtopology", topic
                 )
         groups.append(topics)
-    return merge_copartition_groups(groups)
+    return groups
 
 
 def _mapping(raw: Any, where: str, allowed: set[str]) -> Mapping[str, Any]:

@@ -1,9 +1,13 @@
 """Step 2 of the leader's pipeline: how many partitions each repartition topic gets.
 
 A repartition topic has no partition count of its own until the leader gives it one: Kafka sizes
-it like the busiest input of the subtopology that writes it, then lets joins (copartition groups)
-override that, because a join's inputs must agree partition for partition. The rules and the
-error messages follow Kafka's ``RepartitionTopics`` and ``CopartitionedTopicsEnforcer``.
+it like the busiest input of the subtopologies that write it, then lets joins (copartition
+groups) override that, because a join's inputs must agree partition for partition. The rules,
+the order they are applied in and the error messages are those of Kafka 4.1.2's
+``RepartitionTopics`` and ``CopartitionedTopicsEnforcer``; the order matters because a count
+computed early in a pass is already used by the topics sized after it, so it is replayed with
+Java's hash table layout (proven against Kafka's own classes in
+``tests/conformance/test_topology_sizing.py``).
 
 Nothing here raises for a problem of the cluster or of the topology: :func:`size_internal_topics`
 returns :class:`InternalTopics` or one of the failure values, each with the ``AssignorError``
@@ -16,10 +20,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
-from assignor.topology.model import Topology, java_map
+from assignor.topology._java_order import JavaHashSet, int32, string_hash
+from assignor.topology.copartition import INVALID_TOPOLOGY as _INVALID
+from assignor.topology.copartition import java_map, kafka_copartition_groups
+from assignor.topology.model import Subtopology, Topology
 from protocol.errors import AssignorError
-
-_INVALID = "Invalid topology: "
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +57,11 @@ class MissingSourceTopics:
 @dataclass(frozen=True, slots=True)
 class RepartitionSizingFailed:
     """Some repartition topics could not be sized: nothing upstream of them has a known count
-    (a cycle of repartition topics with no input topic and no enforced count)."""
+    (a cycle of repartition topics with no input topic and no enforced count).
+
+    ``message`` is Kafka's, word for word; ``unsized_topics`` (which Kafka only logs) names the
+    topics for whoever reads the leader's log.
+    """
 
     code: ClassVar[AssignorError] = AssignorError.ASSIGNMENT_ERROR
     unsized_topics: tuple[str, ...]
@@ -62,7 +71,7 @@ class RepartitionSizingFailed:
         return (
             "Failed to compute number of partitions for all repartition topics, make sure all "
             "user input topics are created and all Pattern subscriptions match at least one "
-            f"topic in the cluster; unsized repartition topics: [{', '.join(self.unsized_topics)}]"
+            "topic in the cluster"
         )
 
 
@@ -77,7 +86,9 @@ class CopartitionFailure:
 
     Kafka raises this as a ``TopologyException`` that escapes ``assign()`` and stops the leader;
     here it is a value with code ``ASSIGNMENT_ERROR`` so the pipeline can tell every member
-    (and the log says why). ``topics`` holds the counts the message quotes.
+    (and the log says why). ``group`` is the merged group as Kafka enforces it (see
+    :func:`~assignor.topology.copartition.kafka_copartition_groups`), in its set order;
+    ``topics`` holds the counts the message quotes.
     """
 
     code: ClassVar[AssignorError] = AssignorError.ASSIGNMENT_ERROR
@@ -125,8 +136,8 @@ def size_internal_topics(
     if sized is not None:
         return sized
     if enforced or strict:
-        for group in topology.copartition_groups:
-            failure = _enforce_group(group, enforced, counts, partition_counts)
+        for group in kafka_copartition_groups(topology.copartition_groups):
+            failure = _enforce_group(tuple(group), enforced, counts, partition_counts)
             if failure is not None:
                 return failure
     sources: dict[str, int] = {}
@@ -153,6 +164,45 @@ def _missing_source_topics(
     return MissingSourceTopics(topics=topics, by_subtopology=tuple(by_sub))
 
 
+def _changelog_config_hash(topic: str) -> int:
+    """``hashCode`` of the ``InternalTopicConfig`` Kafka makes for a key-value store's changelog:
+    ``Objects.hash(name, topicConfigs, enforceNumberOfPartitions)`` with no log configs (an
+    empty map hashes to 0) and ``false`` (``Boolean.hashCode`` = 1237)."""
+    return int32(31 * (31 * (31 + string_hash(topic)) + 0) + 1237)
+
+
+def topics_info_hash(sub: Subtopology) -> int:
+    """``InternalTopologyBuilder.TopicsInfo.hashCode`` of ``sub``: the source topics' set hash in
+    the high word, the changelog map's hash in the low one (sign-extended, as Java's ``long``
+    cast does), reduced modulo ``0xFFFFFFFF`` with Java's signed remainder, then cut to an int."""
+    sources = int32(sum(string_hash(t) for t in sub.source_topics))
+    changelogs = int32(
+        sum(string_hash(t) ^ _changelog_config_hash(t) for t in sub.changelog_topics)
+    )
+    packed = (sources << 32) | changelogs
+    modulus = 0xFFFFFFFF
+    remainder = abs(packed) % modulus
+    return int32(remainder if packed >= 0 else -remainder)
+
+
+def sizing_order(topology: Topology) -> list[tuple[int, list[str]]]:
+    """The order Kafka visits repartition source topics in while sizing them.
+
+    ``RepartitionTopics`` walks a ``HashSet`` of ``TopicsInfo`` (one per subtopology, added in
+    id order) and, in each, the key set of a ``HashMap`` of its repartition source topics (added
+    in the order the builder registers them). Returns (subtopology id, topics) pairs.
+    """
+    hashes = {sub.id: topics_info_hash(sub) for sub in topology.subtopologies}
+    infos = JavaHashSet(hashes.__getitem__, (sub.id for sub in topology.subtopologies))
+    repartition = topology.enforced_partitions
+    order = []
+    for sub_id in infos:
+        sub = topology.subtopology(sub_id)
+        topics = [t for t in sub.ordered_source_topics if t in repartition]
+        order.append((sub_id, list(JavaHashSet(string_hash, topics))))
+    return order
+
+
 def _fixed_point(
     topology: Topology, partition_counts: Mapping[str, int], counts: dict[str, int]
 ) -> RepartitionSizingFailed | None:
@@ -160,18 +210,20 @@ def _fixed_point(
     among the source topics of the subtopologies writing it; repeat until all are sized or a
     pass makes no progress. ``counts`` is filled in place (it starts with the enforced counts).
 
-    Kafka visits subtopologies in hash order, and since a candidate uses only counts known at
-    that moment, the order can change a result; we visit them by id and topics by name.
+    A count found early in a pass is used by the topics visited after it, so the visiting order
+    (:func:`sizing_order`, Kafka's) decides results when repartition topics feed each other.
     """
     enforced = topology.enforced_partitions
     writers: dict[str, list[tuple[str, ...]]] = {}
     for sub in topology.subtopologies:
         for topic in sub.repartition_sink_topics:
             writers.setdefault(topic, []).append(sub.source_topics)
-    while True:
+    order = sizing_order(topology)
+    # Each pass that does not fail sizes at least one topic: at most len(enforced) + 1 passes.
+    for _ in range(len(enforced) + 1):
         needed = progress = False
-        for sub in topology.subtopologies:
-            for topic in sub.repartition_source_topics:
+        for _sub_id, topics in order:
+            for topic in topics:
                 if topic in counts:
                     continue
                 candidate: int | None = None
@@ -192,8 +244,9 @@ def _fixed_point(
         if not needed:
             return None
         if not progress:
-            unsized = sorted(t for t in enforced if t not in counts)
-            return RepartitionSizingFailed(unsized_topics=tuple(unsized))
+            break
+    unsized = sorted(t for t in enforced if t not in counts)
+    return RepartitionSizingFailed(unsized_topics=tuple(unsized))
 
 
 def _enforce_group(
@@ -202,8 +255,13 @@ def _enforce_group(
     counts: dict[str, int],
     partition_counts: Mapping[str, int],
 ) -> CopartitionFailure | None:
-    """Kafka's three outcomes for one group; ``counts`` of unenforced topics are overridden."""
-    repartition = [t for t in group if t in enforced]
+    """Kafka's three outcomes for one group; ``counts`` of unenforced topics are overridden.
+
+    ``group`` is in its ``HashSet`` order; Kafka collects its repartition topics into a
+    ``HashMap`` and walks that, so the first mismatching enforced topic in that order is the one
+    reported.
+    """
+    repartition = list(JavaHashSet(string_hash, (t for t in group if t in enforced)))
     external = {t: partition_counts[t] for t in group if t not in enforced}
     if not external:
         fixed = [t for t in repartition if enforced[t] is not None]
@@ -247,4 +305,6 @@ __all__ = [
     "SizingFailure",
     "SizingOutcome",
     "size_internal_topics",
+    "sizing_order",
+    "topics_info_hash",
 ]

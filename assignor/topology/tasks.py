@@ -14,45 +14,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from pydantic import BaseModel
-
 from assignor.topology.model import Topology
-from protocol.ids import TaskId, TopicPartition
+from protocol.ids import TaskId, TopicPartition, trusted_task_id, trusted_topic_partition
 
 TaskPartitions = Mapping[TaskId, tuple[TopicPartition, ...]]
-
-_new = object.__new__
-_set_dict = object.__setattr__
-# pydantic keeps a model's state in four slots; setting them through the slot descriptors is the
-# cheapest way to make a valid frozen instance without running validation.
-_slots = vars(BaseModel)
-_set_fields_set = _slots["__pydantic_fields_set__"].__set__
-_set_extra = _slots["__pydantic_extra__"].__set__
-_set_private = _slots["__pydantic_private__"].__set__
-_FIELDS_TP = frozenset(("topic", "partition"))
-_FIELDS_TASK = frozenset(("subtopology", "partition", "topology"))
-
-
-def _topic_partition(topic: str, partition: int) -> TopicPartition:
-    """A ``TopicPartition`` without validation, several times cheaper than
-    ``model_construct``; it compares, hashes and dumps like a validated one."""
-    tp = _new(TopicPartition)
-    _set_dict(tp, "__dict__", {"topic": topic, "partition": partition})
-    _set_fields_set(tp, _FIELDS_TP)
-    _set_extra(tp, None)
-    _set_private(tp, None)
-    return tp
-
-
-def _task_id(subtopology: int, partition: int) -> TaskId:
-    task = _new(TaskId)
-    _set_dict(
-        task, "__dict__", {"subtopology": subtopology, "partition": partition, "topology": None}
-    )
-    _set_fields_set(task, _FIELDS_TASK)
-    _set_extra(task, None)
-    _set_private(task, None)
-    return task
 
 
 def create_tasks(topology: Topology, source_partitions: Mapping[str, int]) -> TaskPartitions:
@@ -78,13 +43,13 @@ def create_tasks(topology: Topology, source_partitions: Mapping[str, int]) -> Ta
         if all(count == widest for _, count in sized):
             topics = [topic for topic, _ in sized]
             for partition in range(widest):
-                tasks[_task_id(sub_id, partition)] = tuple(
-                    [_topic_partition(topic, partition) for topic in topics]
+                tasks[trusted_task_id(sub_id, partition)] = tuple(
+                    [trusted_topic_partition(topic, partition) for topic in topics]
                 )
         else:
             for partition in range(widest):
-                tasks[_task_id(sub_id, partition)] = tuple(
-                    [_topic_partition(t, partition) for t, n in sized if n > partition]
+                tasks[trusted_task_id(sub_id, partition)] = tuple(
+                    [trusted_topic_partition(t, partition) for t, n in sized if n > partition]
                 )
     return tasks
 
@@ -103,7 +68,7 @@ def changelog_partitions(topology: Topology, tasks: TaskPartitions) -> TaskParti
     for task in tasks:
         topics = logs.get(task.subtopology)
         if topics:
-            result[task] = tuple([_topic_partition(t, task.partition) for t in topics])
+            result[task] = tuple([trusted_topic_partition(t, task.partition) for t in topics])
     return result
 
 

@@ -6,7 +6,13 @@ milliseconds, deterministically for a seed; every generation leaves a ``Rebalanc
 shared ``Journal``. Knows nothing of Kafka Streams.
 """
 
-from simulator.shim.clock import Clock, RealClock, VirtualClock, VirtualTimeDeadlock
+from simulator.shim.clock import (
+    Clock,
+    RealClock,
+    VirtualClock,
+    VirtualTimeDeadlock,
+    VirtualTimeLivelock,
+)
 from simulator.shim.cluster import make_cluster
 from simulator.shim.coordinator import CoordinatorConfig, GroupCoordinator, GroupState
 from simulator.shim.errors import ErrorCode, FencedInstanceIdError, GroupMaxSizeReachedError
@@ -48,6 +54,7 @@ __all__ = [
     "SyncGroupResponse",
     "VirtualClock",
     "VirtualTimeDeadlock",
+    "VirtualTimeLivelock",
     "make_cluster",
     "settle",
 ]

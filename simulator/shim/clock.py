@@ -9,6 +9,10 @@ blocks: when no callback is ready, the loop asks the selector to wait until the 
 selector moves the counter there instead. Time therefore advances exactly when every task is idle,
 and plain ``asyncio.sleep``/``wait_for`` inside the loop follow virtual time too. Nothing in a
 virtual run may wait for real I/O or threads: there is nobody to wake the loop up.
+
+Two ways a virtual run can stop making progress are detected rather than left to hang: every task
+waiting with no timer pending (``VirtualTimeDeadlock``), and the loop stepping again and again at
+one instant, so that time would never move (``VirtualTimeLivelock``).
 """
 
 from __future__ import annotations
@@ -23,6 +27,11 @@ T = TypeVar("T")
 
 # Timers within this distance of "now" fire; it absorbs float rounding when time jumps to a timer.
 _VIRTUAL_RESOLUTION = 1e-6
+
+# Loop steps allowed at one virtual instant before the run counts as spinning. Work that ends takes
+# a handful of steps per instant (every ready callback and due timer runs in the same step), so the
+# bound only trips on a cycle: a timer rescheduling itself at 0 s, a task that only yields.
+DEFAULT_MAX_STEPS_PER_INSTANT = 100_000
 
 
 @runtime_checkable
@@ -78,12 +87,23 @@ class VirtualTimeDeadlock(RuntimeError):
     """Every task waits and no timer is pending: in real time this run would hang forever."""
 
 
+class VirtualTimeLivelock(VirtualTimeDeadlock):
+    """The loop keeps running at one virtual instant: virtual time would never move again.
+
+    A subclass of ``VirtualTimeDeadlock`` so that one ``except`` catches every way a virtual run
+    can stop making progress.
+    """
+
+
 class _JumpingSelector(selectors.BaseSelector):
     """A selector with no I/O: "wait ``timeout`` seconds" means "move virtual time forward"."""
 
-    def __init__(self, loop: _VirtualTimeLoop) -> None:
+    def __init__(self, loop: _VirtualTimeLoop, max_steps_per_instant: int) -> None:
         self._loop = loop
         self._keys: dict[Any, selectors.SelectorKey] = {}
+        self._max_steps = max_steps_per_instant
+        self._instant = loop.time()
+        self._steps = 0
 
     def register(
         self, fileobj: Any, events: int, data: Any = None
@@ -109,6 +129,19 @@ class _JumpingSelector(selectors.BaseSelector):
             )
         if timeout > 0:
             self._loop.advance(timeout)
+        # asyncio selects once per loop step: count the steps that leave time where it was.
+        now = self._loop.time()
+        if now - self._instant >= _VIRTUAL_RESOLUTION:
+            self._instant, self._steps = now, 0
+        else:
+            self._steps += 1
+            if self._steps > self._max_steps:
+                self._steps = 0  # let the caller still cancel and close the loop
+                raise VirtualTimeLivelock(
+                    f"at virtual time {now:.3f}s the loop ran {self._max_steps:,} steps without "
+                    "time moving: something reschedules itself at the same instant (a 0 s timer "
+                    "or a task that only yields), so virtual time would never advance"
+                )
         return []
 
     def close(self) -> None:
@@ -125,9 +158,9 @@ def _fd(fileobj: Any) -> int:
 class _VirtualTimeLoop(asyncio.SelectorEventLoop):
     """An asyncio loop on virtual time (see the module docstring)."""
 
-    def __init__(self, start: float = 0.0) -> None:
+    def __init__(self, start: float, max_steps_per_instant: int) -> None:
         self._virtual_now = start
-        super().__init__(_JumpingSelector(self))
+        super().__init__(_JumpingSelector(self, max_steps_per_instant))
         self._clock_resolution = _VIRTUAL_RESOLUTION
 
     def time(self) -> float:
@@ -141,12 +174,24 @@ class VirtualClock:
     """Deterministic virtual time on its own event loop; ``run`` drives a coroutine on it.
 
     Use it from synchronous code (a plain test function, a Spark task): ``run`` cannot be
-    called from inside another running event loop.
+    called from inside another running event loop. ``run`` raises ``VirtualTimeDeadlock`` when
+    every task waits and no timer is left, and ``VirtualTimeLivelock`` when the loop takes more
+    than ``max_steps_per_instant`` steps without virtual time moving.
     """
 
-    def __init__(self, seed: int = 0, *, start: float = 0.0) -> None:
+    def __init__(
+        self,
+        seed: int = 0,
+        *,
+        start: float = 0.0,
+        max_steps_per_instant: int = DEFAULT_MAX_STEPS_PER_INSTANT,
+    ) -> None:
+        if max_steps_per_instant < 1:
+            raise ValueError(
+                f"max_steps_per_instant must be at least 1, not {max_steps_per_instant}"
+            )
         self._random = random.Random(seed)
-        self._loop = _VirtualTimeLoop(start)
+        self._loop = _VirtualTimeLoop(start, max_steps_per_instant)
         self._runner = asyncio.Runner(loop_factory=lambda: self._loop)
 
     @property

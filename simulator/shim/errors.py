@@ -15,6 +15,7 @@ import aiokafka.errors as aiokafka_errors
 class ErrorCode(IntEnum):
     """The codes the classic group coordinator answers with (Kafka's names and numbers)."""
 
+    UNKNOWN_SERVER_ERROR = -1
     NONE = 0
     COORDINATOR_NOT_AVAILABLE = 15
     ILLEGAL_GENERATION = 22

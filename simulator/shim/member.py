@@ -14,7 +14,13 @@ Deliberate differences from aiokafka (see the README): one JoinGroup carries eve
 protocol (aiokafka sends one per assignor, aio-libs/aiokafka#1168); an error aiokafka would hand
 to the application (a failing ``assign``) is followed by a rejoin after ``retry_backoff_ms``, as
 if the application kept polling; a fatal error (fencing, an undecodable assignment) stops the
-member with ``status == "failed"``.
+member with ``status == "failed"``; so does any other exception from a hosted assignor, rather than
+leaving the member "joining" forever. A leader that cannot decode a member's metadata (aiokafka's
+``_perform_assignment`` would fail the whole assignment, and every later leader with it) leaves
+that member out of ``assign()`` and hands it a valid empty assignment, so one garbled client cannot
+stall the group. JoinGroup and SyncGroup wait at most ``request_timeout_ms`` (aiokafka's 40,000 ms
+default) for the coordinator's answer; then, as aiokafka does, the member rejoins (after
+``retry_backoff_ms``) keeping its member id.
 """
 
 from __future__ import annotations
@@ -22,14 +28,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
 from aiokafka.cluster import ClusterMetadata
 from aiokafka.coordinator.protocol import ConsumerProtocol, ConsumerProtocolMemberAssignment
 from aiokafka.structs import TopicPartition
 
-from simulator.shim.coordinator import GroupCoordinator, GroupState
+from simulator.shim.coordinator import GroupCoordinator
 from simulator.shim.errors import ErrorCode, error_class
 from simulator.shim.requests import (
     NO_GENERATION,
@@ -41,6 +47,9 @@ from simulator.shim.requests import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
+from simulator.shim.settle import settle
+
+__all__ = ["Assignor", "MemberFailed", "ShimMember", "settle"]
 
 R = TypeVar("R")
 
@@ -48,6 +57,11 @@ _FATAL_JOIN = frozenset({
     ErrorCode.INCONSISTENT_GROUP_PROTOCOL, ErrorCode.INVALID_SESSION_TIMEOUT,
     ErrorCode.INVALID_GROUP_ID, ErrorCode.FENCED_INSTANCE_ID, ErrorCode.GROUP_MAX_SIZE_REACHED,
 })
+
+
+# What the leader hands a member whose metadata it cannot read: a valid assignment of nothing, so
+# that member stays in the group harmlessly instead of failing to decode b"".
+_EMPTY_ASSIGNMENT = ConsumerProtocolMemberAssignment(0, [], b"").encode()
 
 
 class Assignor(Protocol):
@@ -66,6 +80,10 @@ class Assignor(Protocol):
 
 class MemberFailed(RuntimeError):
     """The member stopped for good; ``__cause__`` or the message says why."""
+
+
+class _RequestTimedOut(Exception):
+    """No answer within ``request_timeout_ms`` (aiokafka's ``RequestTimedOutError``)."""
 
 
 class ShimMember:
@@ -90,12 +108,15 @@ class ShimMember:
         rebalance_timeout_ms: int = 30_000,
         heartbeat_interval_ms: int = 3_000,
         retry_backoff_ms: int = 100,
+        request_timeout_ms: int = 40_000,
         latency_ms: tuple[float, float] = (0.0, 0.0),
         assign_delay_ms: float = 0.0,
         on_assigned: Callable[[ShimMember], object] | None = None,
     ) -> None:
         if not assignors:
             raise ValueError("a member needs at least one assignor")
+        if request_timeout_ms <= 0:
+            raise ValueError(f"request_timeout_ms must be positive, not {request_timeout_ms}")
         self.coordinator = coordinator
         self.clock = coordinator.clock
         self.journal = coordinator.journal
@@ -109,6 +130,7 @@ class ShimMember:
         self.rebalance_timeout_ms = rebalance_timeout_ms
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self.retry_backoff_ms = retry_backoff_ms
+        self.request_timeout_ms = request_timeout_ms
         self.latency_ms = latency_ms
         self.assign_delay_ms = assign_delay_ms
         self.on_assigned = on_assigned
@@ -214,6 +236,10 @@ class ShimMember:
             self.error = failure.__cause__ or failure
             await self._stop_heartbeat()
             self._set_status("failed", str(failure))
+        except Exception as error:  # a hosted assignor's bug must not leave us "joining" forever
+            self.error = error
+            await self._stop_heartbeat()
+            self._set_status("failed", f"unexpected {type(error).__name__}: {error}")
 
     async def _join_and_sync(self) -> bool:
         self.joins += 1
@@ -232,7 +258,10 @@ class ShimMember:
             group_instance_id=self.group_instance_id,
             client_id=self.client_id,
         )
-        response = await self._call(self.coordinator.join, request)
+        try:
+            response = await self._join(request)
+        except _RequestTimedOut:
+            return False  # aiokafka: coordinator marked dead, rejoin with the same member id
         while response.error_code == ErrorCode.MEMBER_ID_REQUIRED:
             self.member_id = response.member_id
             request = JoinGroupRequest(
@@ -241,7 +270,10 @@ class ShimMember:
                 rebalance_timeout_ms=request.rebalance_timeout_ms,
                 group_instance_id=request.group_instance_id, client_id=request.client_id,
             )
-            response = await self._call(self.coordinator.join, request)
+            try:
+                response = await self._join(request)
+            except _RequestTimedOut:
+                return False
         code = response.error_code
         if code == ErrorCode.NONE:
             self.member_id = response.member_id
@@ -265,13 +297,23 @@ class ShimMember:
     async def _lead(self, response: JoinGroupResponse) -> bytes | None:
         protocol = response.protocol_name or ""
         assignor = self._assignor(protocol)
-        members = {
-            member_id: ConsumerProtocol.METADATA.decode(metadata)
-            for member_id, _instance, metadata in response.members
-        }
+        members = {}
+        undecodable = []
+        for member_id, _instance, metadata in response.members:
+            try:
+                members[member_id] = ConsumerProtocol.METADATA.decode(metadata)
+            except Exception as error:  # another client's bytes: not this member's fault
+                undecodable.append(member_id)
+                self._log("metadata-undecodable",
+                          f"{member_id}: {len(metadata)} B, {type(error).__name__}: {error}; "
+                          "left out of assign(), given an empty assignment")
         started = time.perf_counter()
         try:
             assignments = assignor.assign(self.cluster, members)
+            encoded = []
+            for member_id, assignment in assignments.items():
+                data = assignment if isinstance(assignment, bytes) else assignment.encode()
+                encoded.append((member_id, bytes(data)))
         except Exception as error:  # aiokafka wraps it in KafkaError and hands it to the app
             self.assign_seconds += time.perf_counter() - started
             self.assign_calls += 1
@@ -280,10 +322,7 @@ class ShimMember:
             return None
         self.assign_seconds += time.perf_counter() - started
         self.assign_calls += 1
-        encoded = []
-        for member_id, assignment in assignments.items():
-            data = assignment if isinstance(assignment, bytes) else assignment.encode()
-            encoded.append((member_id, bytes(data)))
+        encoded.extend((member_id, _EMPTY_ASSIGNMENT) for member_id in undecodable)
         self._log("assigned", f"generation {self.generation}, protocol {protocol}, "
                               f"{len(members)} members")
         if self.assign_delay_ms > 0:
@@ -297,7 +336,11 @@ class ShimMember:
         request = SyncGroupRequest(
             self.group_id, self.generation, self.member_id, assignments, self.group_instance_id
         )
-        response: SyncGroupResponse = await self._call(self.coordinator.sync, request)
+        try:
+            response: SyncGroupResponse = await self._call(self.coordinator.sync, request)
+        except _RequestTimedOut:
+            self._rejoin.set()  # aiokafka: request_rejoin() and start over
+            return None
         code = response.error_code
         if code == ErrorCode.NONE:
             return response.member_assignment
@@ -374,13 +417,42 @@ class ShimMember:
         raise MemberFailed(f"Heartbeat failed: {ErrorCode(code).name}") from error_class(code)()
 
     # -- plumbing -------------------------------------------------------------------------
-    async def _call(self, send: Callable[[Any], Awaitable[R]], request: Any) -> R:
+    async def _join(self, request: JoinGroupRequest) -> JoinGroupResponse:
+        return await self._call(self.coordinator.join, request)
+
+    async def _call(self, send: Callable[[Any], asyncio.Future[R]], request: Any) -> R:
+        """Send ``request``; wait at most ``request_timeout_ms`` for the coordinator's answer.
+
+        A timed-out request stays parked at the coordinator (whose answer then goes nowhere, like
+        a response on a connection aiokafka has given up on); the caller gets ``_RequestTimedOut``.
+        """
         if self.latency_ms[1] > 0:
             await self._delay()
-            response = await send(request)
+        pending = send(request)
+        if not pending.done():
+            # One waiter woken by the answer or by the timer; the coordinator's future itself is
+            # never cancelled (cheaper than wait_for(shield(...)) on every parked request).
+            waiter: asyncio.Future[None] = self.clock.create_future()
+
+            def wake(_: object) -> None:
+                if not waiter.done():
+                    waiter.set_result(None)
+
+            pending.add_done_callback(wake)
+            timer = self.clock.call_later(self.request_timeout_ms / 1000.0, lambda: wake(None))
+            try:
+                await waiter
+            finally:
+                timer.cancel()
+                pending.remove_done_callback(wake)
+            if not pending.done():
+                self._log("request-timeout", f"{type(request).__name__} unanswered after "
+                                             f"{self.request_timeout_ms} ms; retrying")
+                raise _RequestTimedOut()
+        response = pending.result()
+        if self.latency_ms[1] > 0:
             await self._delay()
-            return response
-        return await send(request)
+        return response
 
     async def _delay(self) -> None:
         low, high = self.latency_ms
@@ -418,42 +490,3 @@ class ShimMember:
         self.journal.log(
             self.clock.time(), self.group_id, kind, self.member_id or f"<{self.name}>", detail
         )
-
-
-async def settle(
-    members: Sequence[ShimMember],
-    *,
-    timeout: float = 600.0,
-    exact: bool = True,
-) -> int:
-    """Wait until every running member is stable on the coordinator's current generation.
-
-    With ``exact`` the coordinator's membership must also equal the running members' ids, so a
-    crashed member must first time out. Returns the generation; raises ``TimeoutError`` after
-    ``timeout`` seconds of the members' clock with a description of who is not there yet.
-    """
-    if not members:
-        raise ValueError("settle needs at least one member")
-    coordinator = members[0].coordinator
-    group_id = members[0].group_id
-    clock = coordinator.clock
-    deadline = clock.time() + timeout
-    while True:
-        live = [m for m in members if m.running]
-        generation = coordinator.generation(group_id)
-        if (live and coordinator.state(group_id) is GroupState.STABLE
-                and all(m.stable and m.generation == generation for m in live)
-                and (not exact or set(coordinator.members(group_id))
-                     == {m.member_id for m in live})):
-            return generation
-        remaining = deadline - clock.time()
-        if remaining <= 0:
-            waiting = [f"{m.name}:{m.status}@{m.generation}" for m in live if not m.stable]
-            raise TimeoutError(
-                f"group {group_id} not settled after {timeout}s: coordinator "
-                f"{coordinator.state(group_id).value} generation {generation} members "
-                f"{list(coordinator.members(group_id))}; not stable: {waiting}"
-            )
-        futures = [m.changed() for m in members]
-        await asyncio.wait(futures, timeout=min(remaining, 1.0),
-                           return_when=asyncio.FIRST_COMPLETED)

@@ -96,18 +96,36 @@ class RebalanceRecord:
         return "\n".join(lines) + ")"
 
 
+# An event costs about 175-215 bytes (measured with tracemalloc): the default ring holds at most
+# some 20 MB of a run's latest events.
+DEFAULT_MAX_EVENTS = 100_000
+
+
 class Journal:
     """The event log and the rebalance records of one run, shared by coordinator and members.
 
-    ``max_events`` bounds memory on long simulations by keeping only the latest events; records are
-    always all kept (one per generation).
+    The event log is bounded by default: a ring of the latest ``max_events`` events
+    (``DEFAULT_MAX_EVENTS``), because a simulation of hours logs a few events per request and would
+    otherwise grow without limit; ``dropped`` counts the events the ring let go. Pass
+    ``max_events=None`` to keep every event. Records are all kept: one per generation is what the
+    simulator reads.
     """
 
-    def __init__(self, *, max_events: int | None = None) -> None:
+    def __init__(self, *, max_events: int | None = DEFAULT_MAX_EVENTS) -> None:
+        if max_events is not None and max_events < 0:
+            raise ValueError(f"max_events must be None or at least 0, not {max_events}")
+        self.max_events = max_events
         self.events: deque[Event] = deque(maxlen=max_events)
         self.records: list[RebalanceRecord] = []
+        self.logged = 0
+
+    @property
+    def dropped(self) -> int:
+        """Events logged but no longer held (pushed out of the ring)."""
+        return self.logged - len(self.events)
 
     def log(self, time: float, group: str, kind: str, member: str = "", detail: str = "") -> None:
+        self.logged += 1
         self.events.append(Event(time, group, kind, member, detail))
 
     def add(self, record: RebalanceRecord) -> None:
@@ -131,6 +149,7 @@ class Journal:
         return "\n".join(repr(event) for event in events)
 
     def __repr__(self) -> str:
-        head = f"Journal({len(self.events)} events, {len(self.records)} generations)"
+        dropped = f", {self.dropped} dropped" if self.dropped else ""
+        head = f"Journal({len(self.events)} events{dropped}, {len(self.records)} generations)"
         gens = "\n".join("  " + record.summary() for record in self.records[-10:])
         return "\n".join(part for part in (head, gens, self.text(last=20)) if part)

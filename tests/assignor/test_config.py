@@ -106,3 +106,32 @@ def test_config_is_immutable() -> None:
     config = AssignorConfig()
     with pytest.raises(ValidationError):
         config.num_standby_replicas = 3  # type: ignore[misc]
+
+
+def test_a_misspelt_name_gets_the_name_it_meant() -> None:
+    with pytest.raises(ValidationError) as failure:
+        AssignorConfig.model_validate({"num.standby.replica": 1})
+    message = str(failure.value)
+    assert "unknown config 'num.standby.replica'; did you mean 'num.standby.replicas'?" in message
+    assert "Extra inputs are not permitted" not in message
+    assert "acceptable.recovery.lag" in message  # the valid names are listed
+
+
+def test_another_systems_config_is_named_as_unknown() -> None:
+    with pytest.raises(ValidationError, match=r"unknown config 'session.timeout.ms'\. Valid"):
+        AssignorConfig.model_validate({"session.timeout.ms": 10_000})
+
+
+@pytest.mark.parametrize(
+    "name", ["num.standby.replicas", "acceptable.recovery.lag", "max.warmup.replicas"]
+)
+def test_a_string_where_a_number_belongs_is_refused(name: str) -> None:
+    with pytest.raises(ValidationError, match="valid integer"):
+        AssignorConfig.model_validate({name: "1"})
+
+
+def test_every_documented_name_is_accepted() -> None:
+    names = AssignorConfig.config_names()
+    assert {"num.standby.replicas", "num_standby_replicas", "client_tags"} <= names
+    config = AssignorConfig.model_validate({"num.standby.replicas": 1, "client.tag.zone": "a"})
+    assert config.client_tags == {"zone": "a"}

@@ -31,8 +31,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from assignor.placement.client_state import ClientState, ConsumerReport, build_client_state
 from assignor.config import AssignorConfig
+from assignor.placement.client_state import ClientState, ConsumerReport, build_client_state
 from assignor.placement.high_availability import HighAvailabilityTaskAssignor
 from assignor.placement.task_assignor import TaskAssignment
 from protocol.ids import ProcessId, TaskId
@@ -167,7 +167,7 @@ def main() -> None:
                     tasks: list[TaskId] = tasks,
                     config: AssignorConfig = config,
                 ) -> TaskAssignment:
-                    return assignor.assign(clients, tasks, tasks, config)
+                    return assignor.place_tasks(clients, tasks, tasks, config)
 
                 result = run()
                 python_ms = _median_ms(run, 3)

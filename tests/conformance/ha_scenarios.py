@@ -16,8 +16,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from assignor.placement.client_state import ClientState, ConsumerReport, build_client_state
 from assignor.config import AssignorConfig
+from assignor.placement.client_state import ClientState, ConsumerReport, build_client_state
 from assignor.placement.lags import LONG_MAX
 from protocol.ids import ProcessId, TaskId
 

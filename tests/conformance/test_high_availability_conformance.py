@@ -22,7 +22,7 @@ BATCH = 25
 
 
 def _python_answer(s: Scenario) -> dict[str, Any]:
-    result: TaskAssignment = HighAvailabilityTaskAssignor().assign(
+    result: TaskAssignment = HighAvailabilityTaskAssignor().place_tasks(
         python_inputs(s), s.tasks, s.stateful, s.config
     )
     clients = {

@@ -27,18 +27,18 @@ import os
 import random
 import uuid
 from collections.abc import Callable
+from operator import attrgetter
 from typing import Any
 
 from assignor._java.hash_codes import (
     int32,
     process_id_hash,
-    string_compare_key,
     string_hash,
     task_id_hash,
 )
 from assignor._java.hash_table import MIN_TREEIFY_CAPACITY, JavaHashSet
 from assignor._java.priority_queue import JavaPriorityQueue
-from protocol.ids import ProcessId, TaskId
+from protocol.ids import ProcessId, TaskId, java_string_key
 from tests.conformance.test_threads import _tasks as thread_tasks
 from tests.support.jvm import HarnessError, JavaHarness
 
@@ -49,17 +49,11 @@ NAMES = ["Aa", "BB", "orders"]  # "Aa" and "BB" share String.hashCode
 # --- keys ------------------------------------------------------------------------------------
 
 
-def _task_sort_key(task: TaskId) -> tuple[bytes, int, int]:
-    """``TaskId.compareTo`` (topology names as Java ``String``s)."""
-    name = b"" if task.topology is None else string_compare_key(task.topology)
-    return (name, task.subtopology, task.partition)
-
-
 #: key type -> (hashCode, compareTo key, JSON form, parse from JSON)
 KEY_TYPES: dict[str, tuple[Callable[[Any], int], Callable[[Any], Any], Callable[[Any], Any]]] = {
-    "task": (task_id_hash, _task_sort_key, str),
+    "task": (task_id_hash, attrgetter("sort_key"), str),
     "process": (process_id_hash, lambda p: p, str),
-    "string": (string_hash, string_compare_key, lambda s: s),
+    "string": (string_hash, java_string_key, lambda s: s),
     "int": (int32, lambda i: i, lambda i: i),
 }
 

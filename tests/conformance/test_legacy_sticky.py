@@ -17,8 +17,8 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from assignor.placement.client_state import ClientState
 from assignor.config import AssignorConfig
+from assignor.placement.client_state import ClientState
 from assignor.placement.fallback_prior import FallbackPriorTaskAssignor
 from assignor.placement.legacy_sticky import LegacyStickyTaskAssignor
 from protocol.ids import ProcessId, TaskId
@@ -72,7 +72,8 @@ def python_answer(s: dict[str, Any]) -> dict[str, Any]:
         )
     config = AssignorConfig.model_validate({"num.standby.replicas": s["standbys"]})
     assignor = FallbackPriorTaskAssignor() if s["fallback"] else LegacyStickyTaskAssignor()
-    result = assignor.assign(clients, [TaskId.parse(t) for t in s["all_tasks"]], stateful, config)
+    all_tasks = [TaskId.parse(t) for t in s["all_tasks"]]
+    result = assignor.place_tasks(clients, all_tasks, stateful, config)
     return {
         "probing": result.probing_rebalance_needed,
         "clients": {

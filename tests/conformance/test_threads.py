@@ -14,8 +14,9 @@ import random
 import uuid
 from typing import Any
 
+from assignor.placement.client_state import prev_tasks_by_lag
 from assignor.placement.lags import task_lag
-from assignor.placement.threads import distribute_tasks, prev_tasks_by_lag
+from assignor.placement.threads import distribute_tasks
 from protocol.ids import TaskId
 from protocol.messages import LATEST_OFFSET, UNKNOWN_OFFSET_SUM
 from tests.support.jvm import HarnessError, JavaHarness
@@ -130,4 +131,3 @@ def test_threads_equal_java(java_harness: JavaHarness, conformance_scenarios: in
         f"{len(mismatches)} of {len(seeds)} thread distributions differ from Java "
         f"(rerun one with THREADS_SEED=<seed>):\n" + "\n".join(mismatches[:10])
     )
-

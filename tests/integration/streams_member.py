@@ -29,10 +29,11 @@ from aiokafka.coordinator.protocol import (
     ConsumerProtocolMemberMetadata,
 )
 
+from assignor import StreamsPartitionAssignor, StreamsProcess
 from assignor.config import AssignorConfig
 from assignor.member import MemberAssignment
-from assignor.adapter.streams_assignor import StreamsPartitionAssignor, StreamsProcess
-from assignor.topology.model import Topology, TopologyBuilder
+from assignor.topology.builder import TopologyBuilder
+from assignor.topology.model import Topology
 from protocol.codec import Codec
 from protocol.errors import AssignorError, ProtocolError
 from protocol.ids import HostInfo, TaskId, TopicPartition

@@ -130,7 +130,8 @@ async def test_three_processes_standby_equals_pipeline_then_kill_minus_nine(
     unique_name: Callable[[str], str],
     spawn: Callable[..., MemberProcess],
 ) -> None:
-    """Issue 6, broker tests 1 and 2."""
+    """Three processes with a standby get what the pipeline computes for the same inputs; after
+    one is killed with SIGKILL, its tasks move to the survivors."""
     app = App(unique_name, kafka_bootstrap)
     await app.create(create_topics)
     config = app.config(assignor={"num.standby.replicas": 1}, end_offsets=True)
@@ -207,7 +208,7 @@ async def test_rolling_upgrade_from_an_older_protocol_version(
     unique_name: Callable[[str], str],
     spawn: Callable[..., MemberProcess],
 ) -> None:
-    """Issue 6, broker test 3: version 1 everywhere, then each process replaced by the newest."""
+    """Version 1 everywhere, then each process replaced by the newest build, one at a time."""
     app = App(unique_name, kafka_bootstrap)
     await app.create(create_topics)
     newest = Codec().latest_supported
@@ -259,7 +260,7 @@ async def test_garbage_member_gets_an_error_while_others_are_served(
     unique_name: Callable[[str], str],
     spawn: Callable[..., MemberProcess],
 ) -> None:
-    """Issue 6, broker test 4."""
+    """A member whose user data is garbage gets an error assignment; the others are served."""
     app = App(unique_name, kafka_bootstrap)
     await app.create(create_topics)
     members = [
@@ -297,7 +298,7 @@ async def test_shutdown_request_reaches_every_member(
     unique_name: Callable[[str], str],
     spawn: Callable[..., MemberProcess],
 ) -> None:
-    """Issue 6, broker test 5: one process asks, every consumer of every process is told."""
+    """A shutdown request: one process asks, every consumer of every process is told."""
     app = App(unique_name, kafka_bootstrap)
     await app.create(create_topics)
     members = [
@@ -351,7 +352,7 @@ async def test_warmup_catches_up_and_a_probing_rebalance_moves_the_active(
     unique_name: Callable[[str], str],
     spawn: Callable[..., MemberProcess],
 ) -> None:
-    """Issue 6, broker test 6: lag-aware placement with warm-ups and probing rebalances."""
+    """Lag-aware placement with warm-ups and probing rebalances."""
     app = App(unique_name, kafka_bootstrap)
     await app.create(create_topics)
     changelogs = {t: PARTITIONS for t in app.topology.changelog_topics}

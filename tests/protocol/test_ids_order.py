@@ -9,7 +9,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from protocol.ids import HostInfo, ProcessId, TaskId, TopicPartition
+from protocol.ids import (
+    HostInfo,
+    ProcessId,
+    TaskId,
+    TopicPartition,
+    java_string_key,
+    trusted_task_id,
+    trusted_topic_partition,
+)
 
 int64 = st.integers(min_value=-(2**63), max_value=2**63 - 1)
 
@@ -130,3 +138,41 @@ def test_models_validate_from_dicts_and_json() -> None:
     assert ProcessId.model_validate({"uuid": str(uuid.UUID(int=7))}) == ProcessId.for_int(7)
     with pytest.raises(ValidationError, match="partition"):
         TaskId.model_validate({"subtopology": 1})
+
+
+@given(
+    st.lists(
+        st.builds(TaskId, st.integers(0, 5), st.integers(0, 5), topology=st.text(min_size=1)),
+        min_size=2,
+    )
+)
+def test_task_sort_key_orders_like_the_comparisons(tasks: list[TaskId]) -> None:
+    assert sorted(tasks, key=lambda t: t.sort_key) == sorted(tasks)
+
+
+def test_topology_names_order_as_java_strings_not_code_points() -> None:
+    # U+FF5E is one UTF-16 unit (0xFF5E); U+1F600 is a surrogate pair starting 0xD83D. Java's
+    # String.compareTo puts the emoji first; Python's str order puts it last.
+    emoji, fullwidth = TaskId(0, 0, topology="\U0001f600"), TaskId(0, 0, topology="\uff5e")
+    assert emoji < fullwidth
+    assert sorted([fullwidth, emoji]) == [emoji, fullwidth]
+    assert java_string_key("\U0001f600") < java_string_key("\uff5e")
+    assert "\U0001f600" > "\uff5e"
+
+
+def test_trusted_constructors_build_what_validation_builds() -> None:
+    assert trusted_task_id(1, 2, "t") == TaskId(1, 2, topology="t")
+    assert trusted_task_id(1, 2).model_dump() == TaskId(1, 2).model_dump()
+    assert hash(trusted_topic_partition("a", 3)) == hash(TopicPartition("a", 3))
+    assert trusted_topic_partition("a", 3).model_fields_set == {"topic", "partition"}
+
+
+def test_topic_partition_interoperates_with_aiokafkas() -> None:
+    from aiokafka.structs import TopicPartition as AiokafkaTopicPartition
+
+    ours, theirs = TopicPartition("orders", 3), AiokafkaTopicPartition("orders", 3)
+    assert ours == theirs and theirs == ours
+    assert {ours: "found"}[theirs] == "found"
+    assert {theirs: "found"}[ours] == "found"
+    assert ours != AiokafkaTopicPartition("orders", 4)
+    assert ours != ("orders", 3), "a plain tuple is not a partition"

@@ -19,14 +19,10 @@ from aiokafka.coordinator.protocol import (
     ConsumerProtocolMemberMetadata,
 )
 
+from assignor import StreamsPartitionAssignor, StreamsProcess, derive_process_id
 from assignor.config import AssignorConfig
-from assignor.member import MemberAssignment
 from assignor.leader.pipeline import GroupInput, MemberSubscription, assign_group
-from assignor.adapter.streams_assignor import (
-    StreamsPartitionAssignor,
-    StreamsProcess,
-    derive_process_id,
-)
+from assignor.member import MemberAssignment
 from protocol.codec import Codec
 from protocol.errors import AssignorError
 from protocol.ids import ProcessId, TaskId, TopicPartition

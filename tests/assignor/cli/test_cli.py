@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from assignor.cli.main import main
 from assignor.cli.group_input import GroupInputError, read_group, read_group_json
+from assignor.cli.main import main
 from assignor.leader.pipeline import assign_group
 from protocol.codec import Codec
 from protocol.ids import TaskId
@@ -200,3 +200,41 @@ def test_integer_process_ids_and_nested_offsets_mean_what_the_readme_says() -> N
     assert read_group(flat).group.changelog_end_offsets == offsets
     sums = copy.deepcopy(example()["members"]["b-1"]["subscription"]["task_offset_sums"])
     assert TaskId.parse(next(iter(sums))) == TaskId(1, 1)
+
+
+def test_input_dash_reads_standard_input() -> None:
+    text = (ROOT / "tests" / "data" / "group-example.json").read_text()
+    done = subprocess.run(
+        [sys.executable, "-m", "assignor", "assign", "--input", "-"],
+        input=text, capture_output=True, text=True, cwd=ROOT, timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["error"] == "NONE"
+
+
+def test_offset_sums_for_tasks_the_topology_lacks_are_warned_about() -> None:
+    data = json.loads((ROOT / "tests" / "data" / "group-example.json").read_text())
+    member = next(m for m in data["members"].values() if "subscription" in m)
+    member["subscription"].setdefault("task_offset_sums", {})["77_0"] = 5
+    done = subprocess.run(
+        [sys.executable, "-m", "assignor", "assign", "--input", "-"],
+        input=json.dumps(data), capture_output=True, text=True, cwd=ROOT, timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "reports offset sums for tasks the topology does not have (77_0)" in done.stderr
+
+
+def test_a_process_id_clone_is_reported_as_a_refused_member(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    data = example()
+    clone = copy.deepcopy(data["members"]["b-1"])
+    clone["subscription"]["endpoint"] = "elsewhere:9999"
+    data["members"]["z-clone"] = clone
+    path = tmp_path / "g.json"
+    path.write_text(json.dumps(data))
+    assert main(["assign", "--input", str(path)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert list(out["refused_members"]) == ["z-clone"]
+    assert out["members"]["z-clone"]["error"] == "ASSIGNMENT_ERROR"
+    assert out["members"]["b-1"]["error"] == "NONE"

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from assignor.member import interpret_assignment
 from assignor.leader.pipeline import FUTURE_PROCESS_ID, GroupInput, LeaderResult, MemberSubscription
-from assignor.topology.model import Topology
+from assignor.member import interpret_assignment
 from assignor.topology.data_form import topology_from_data
+from assignor.topology.model import Topology
 from protocol.codec import Codec
 from protocol.errors import AssignorError
 from protocol.ids import HostInfo, ProcessId, TaskId, TopicPartition

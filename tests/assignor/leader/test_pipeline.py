@@ -7,8 +7,8 @@ import logging
 import pytest
 
 from assignor.config import AssignorConfig
-from assignor.member import interpret_assignment
 from assignor.leader.pipeline import FUTURE_PROCESS_ID, assign_group
+from assignor.member import interpret_assignment
 from assignor.topology.data_form import topology_from_data
 from protocol.codec import Codec
 from protocol.errors import AssignorError

@@ -1,4 +1,4 @@
-"""``assignor.leader.explain``: every replica explained, reasons consistent with what the leader saw."""
+"""``explain``: every replica explained, with reasons consistent with what the leader saw."""
 
 from __future__ import annotations
 

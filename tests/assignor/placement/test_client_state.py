@@ -6,7 +6,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from assignor.placement.client_state import ClientState, ConsumerReport, build_client_state, task_key
+from assignor.placement.client_state import (
+    ClientState,
+    ConsumerReport,
+    build_client_state,
+)
 from assignor.placement.lags import (
     LONG_MAX,
     TaskLags,
@@ -157,8 +161,3 @@ def test_report_from_subscription() -> None:
 def test_a_client_needs_a_consumer() -> None:
     with pytest.raises(ValueError, match="no consumers"):
         build_client_state(PID, [], {}, {})
-
-
-@given(st.lists(st.builds(TaskId, st.integers(0, 5), st.integers(0, 5)), min_size=2))
-def test_task_key_orders_like_task_ids(tasks: list[TaskId]) -> None:
-    assert sorted(tasks, key=task_key) == sorted(tasks)

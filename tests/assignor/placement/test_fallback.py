@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from assignor.placement.client_state import ClientState
 from assignor.config import AssignorConfig
+from assignor.placement.client_state import ClientState
 from assignor.placement.fallback_prior import FallbackPriorTaskAssignor
 from assignor.placement.legacy_sticky import LegacyStickyTaskAssignor
 from protocol.ids import ProcessId, TaskId
@@ -26,7 +26,7 @@ def states() -> dict[ProcessId, ClientState]:
 
 def test_keeps_every_previous_active_and_asks_for_a_probing_rebalance() -> None:
     config = AssignorConfig.model_validate({"num.standby.replicas": 1})
-    result = FallbackPriorTaskAssignor().assign(states(), TASKS, TASKS, config)
+    result = FallbackPriorTaskAssignor().place_tasks(states(), TASKS, TASKS, config)
     assert result.probing_rebalance_needed is True
     assert result.clients[ProcessId.for_int(1)].active >= frozenset(TASKS[:5])
     assert result.clients[ProcessId.for_int(2)].active == frozenset({TASKS[5]})
@@ -36,6 +36,6 @@ def test_keeps_every_previous_active_and_asks_for_a_probing_rebalance() -> None:
 
 def test_legacy_sticky_alone_rebalances_the_same_input() -> None:
     config = AssignorConfig()
-    result = LegacyStickyTaskAssignor().assign(states(), TASKS, TASKS, config)
+    result = LegacyStickyTaskAssignor().place_tasks(states(), TASKS, TASKS, config)
     assert result.probing_rebalance_needed is False
     assert len(result.clients[ProcessId.for_int(2)].active) == 3

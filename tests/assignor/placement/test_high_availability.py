@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assignor.placement.client_state import ClientState, ConsumerReport, build_client_state
 from assignor.config import AssignorConfig
+from assignor.placement.client_state import ClientState, ConsumerReport, build_client_state
 from assignor.placement.high_availability import HighAvailabilityTaskAssignor
 from assignor.placement.lags import LONG_MAX
 from assignor.placement.task_assignor import TaskAssignment
@@ -30,14 +30,14 @@ def _client(pid: ProcessId, lags: Mapping[TaskId, int], capacity: int = 1) -> Cl
 
 
 def test_no_clients_no_assignment() -> None:
-    result = HA.assign({}, [T0], [T0], AssignorConfig())
+    result = HA.place_tasks({}, [T0], [T0], AssignorConfig())
     assert result.clients == {} and not result.probing_rebalance_needed
 
 
 def test_active_goes_back_to_the_caught_up_client_and_the_other_warms_up() -> None:
     # Round-robin would give T0 to P1, but only P2 has its state.
     clients = {P1: _client(P1, {T0: 50_000}), P2: _client(P2, {T0: -2})}
-    result = HA.assign(clients, [T0], [T0], AssignorConfig())
+    result = HA.place_tasks(clients, [T0], [T0], AssignorConfig())
     assert result.clients[P2].active == {T0}
     assert result.clients[P1].standby == {T0}
     assert result.warmups == {P1: frozenset({T0})}
@@ -46,7 +46,7 @@ def test_active_goes_back_to_the_caught_up_client_and_the_other_warms_up() -> No
 
 def test_balanced_and_caught_up_needs_no_probing() -> None:
     clients = {P1: _client(P1, {T0: -2, T1: 0}), P2: _client(P2, {T0: 0, T1: -2})}
-    result = HA.assign(clients, [T0, T1], [T0, T1], AssignorConfig())
+    result = HA.place_tasks(clients, [T0, T1], [T0, T1], AssignorConfig())
     assert result.clients[P1].active == {T0}
     assert result.clients[P2].active == {T1}
     assert not result.probing_rebalance_needed
@@ -62,7 +62,7 @@ def test_warm_up_budget_is_shared_and_bounded() -> None:
         P3: _client(P3, dict.fromkeys(tasks, -2)),
     }
     config = AssignorConfig.model_validate({"max.warmup.replicas": 1})
-    result = HA.assign(clients, tasks, tasks, config)
+    result = HA.place_tasks(clients, tasks, tasks, config)
     assert result.clients[P3].active == set(tasks)
     assert sum(len(w) for w in result.warmups.values()) == 1
     assert result.probing_rebalance_needed
@@ -72,7 +72,7 @@ def test_unknown_lag_counts_as_most_caught_up() -> None:
     # Kafka's quirk: -3 sorts before every real lag, so P2 gets the task back.
     clients = {P1: _client(P1, {T0: 5_000}), P2: _client(P2, {T0: -3})}
     config = AssignorConfig.model_validate({"acceptable.recovery.lag": 100})
-    result = HA.assign(clients, [T0], [T0], config)
+    result = HA.place_tasks(clients, [T0], [T0], config)
     assert result.clients[P2].active == {T0}
     assert result.clients[P1].standby == {T0}
 
@@ -80,7 +80,7 @@ def test_unknown_lag_counts_as_most_caught_up() -> None:
 def test_unbounded_recovery_lag_keeps_the_balanced_assignment() -> None:
     clients = {P1: _client(P1, {T0: 10**12}), P2: _client(P2, {T0: -2})}
     config = AssignorConfig.model_validate({"acceptable.recovery.lag": LONG_MAX})
-    result = HA.assign(clients, [T0], [T0], config)
+    result = HA.place_tasks(clients, [T0], [T0], config)
     assert result.clients[P1].active == {T0}
     assert not result.probing_rebalance_needed
 
@@ -88,7 +88,7 @@ def test_unbounded_recovery_lag_keeps_the_balanced_assignment() -> None:
 def test_stateless_tasks_go_to_the_fewest_actives_per_thread() -> None:
     stateless = [TaskId(1, p) for p in range(5)]
     clients = {P1: _client(P1, {}, capacity=4), P2: _client(P2, {}, capacity=1)}
-    result = HA.assign(clients, stateless, [], AssignorConfig())
+    result = HA.place_tasks(clients, stateless, [], AssignorConfig())
     assert len(result.clients[P1].active) == 4
     assert len(result.clients[P2].active) == 1
     assert not result.clients[P1].standby and not result.clients[P2].standby
@@ -157,7 +157,7 @@ def test_every_assignment_is_valid(
     cluster: Cluster,
 ) -> None:
     clients, tasks, stateful, config = cluster
-    _check_valid(HA.assign(clients, tasks, stateful, config), tasks, stateful, config)
+    _check_valid(HA.place_tasks(clients, tasks, stateful, config), tasks, stateful, config)
 
 
 def _next_round(
@@ -191,12 +191,12 @@ def test_rebalances_converge_to_a_balanced_assignment(
         for pid, state in clients.items()
     }
     limit = 2 * (len(stateful) + len(stateful) * config.num_standby_replicas) + 2
-    result = HA.assign(clients, tasks, stateful, config)
+    result = HA.place_tasks(clients, tasks, stateful, config)
     for _ in range(limit):
         if not result.probing_rebalance_needed:
             break
         _check_valid(result, tasks, stateful, config)
-        result = HA.assign(_next_round(result, end), tasks, stateful, config)
+        result = HA.place_tasks(_next_round(result, end), tasks, stateful, config)
     assert not result.probing_rebalance_needed, f"no convergence within {limit} rebalances"
     _check_valid(result, tasks, stateful, config)
     states = list(result.clients.values())

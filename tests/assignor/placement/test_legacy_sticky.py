@@ -10,8 +10,8 @@ from collections.abc import Iterable
 from hypothesis import given
 from hypothesis import strategies as st
 
-from assignor.placement.client_state import ClientState
 from assignor.config import AssignorConfig
+from assignor.placement.client_state import ClientState
 from assignor.placement.legacy_sticky import LegacyStickyTaskAssignor
 from assignor.placement.task_assignor import TaskAssignment
 from protocol.ids import ProcessId, TaskId
@@ -56,7 +56,7 @@ def run(
         )
         for c in clients
     }
-    return LegacyStickyTaskAssignor(preserve).assign(states, all_tasks, stateful_tasks, config)
+    return LegacyStickyTaskAssignor(preserve).place_tasks(states, all_tasks, stateful_tasks, config)
 
 
 def actives(result: TaskAssignment, n: int) -> set[str]:

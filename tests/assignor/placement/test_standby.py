@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from assignor.placement.client_state import ClientState
 from assignor.config import AssignorConfig
+from assignor.placement.client_state import ClientState
 from assignor.placement.high_availability import HighAvailabilityTaskAssignor
 from assignor.placement.standby import (
     assign_standbys_default,
@@ -115,7 +115,7 @@ def test_every_task_gets_its_replicas_when_clients_suffice(
     clients = {
         p: ClientState(p, 1, task_lags=lags, client_tags=c.client_tags) for p, c in clients.items()
     }
-    result = HighAvailabilityTaskAssignor().assign(clients, tasks, tasks, config)
+    result = HighAvailabilityTaskAssignor().place_tasks(clients, tasks, tasks, config)
     for task in tasks:
         holders = [p for p, c in result.clients.items() if task in c.standby]
         assert len(holders) == min(replicas, n_clients - 1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 from dataclasses import replace
 from typing import Any
 
@@ -9,14 +10,20 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from assignor.topology._java_order import string_hash
+from assignor.topology.builder import TopologyBuilder
+from assignor.topology.copartition import kafka_copartition_groups
+from assignor.topology.data_form import topology_from_data, topology_to_data
 from assignor.topology.internal_topics import (
     CopartitionFailure,
     InternalTopics,
     MissingSourceTopics,
     RepartitionSizingFailed,
     size_internal_topics,
+    sizing_order,
+    topics_info_hash,
 )
-from assignor.topology.model import Topology, TopologyBuilder
+from assignor.topology.model import Topology
 from protocol.errors import AssignorError
 from tests.assignor.topology.topology_strategies import sized_topologies
 
@@ -26,7 +33,7 @@ def topology(
     repartition: dict[str, int | None],
     groups: list[list[str]] | None = None,
 ) -> Topology:
-    return Topology.from_data(
+    return topology_from_data(
         {
             "application_id": "app",
             "subtopologies": subs,
@@ -111,7 +118,6 @@ def test_a_cycle_of_repartition_topics_cannot_be_sized() -> None:
         "input topics are created and all Pattern subscriptions match at least one topic in the "
         "cluster"
     )
-    assert "[loop-1, loop-2]" in result.message
     # an enforced count anywhere on the cycle breaks it
     repartition["loop-2"] = 5
     assert sized(
@@ -231,7 +237,7 @@ def test_sizing_properties(case: tuple[Topology, dict[str, int]], strict: bool) 
     assert isinstance(result, InternalTopics | CopartitionFailure)  # never missing, never stuck
     if isinstance(result, CopartitionFailure):
         assert checks_groups
-        assert result.group in t.copartition_groups
+        assert list(result.group) in kafka_copartition_groups(t.copartition_groups)
         if result.problem == "external_counts_differ":
             assert len({n for _, n in result.topics}) > 1
             assert all(counts[topic] == n for topic, n in result.topics)
@@ -249,8 +255,8 @@ def test_sizing_properties(case: tuple[Topology, dict[str, int]], strict: bool) 
     for topic, n in enforced.items():
         if n is not None:
             assert sources[topic] == n
-    if checks_groups:
-        for group in t.copartition_groups:
+    if checks_groups:  # the groups Kafka enforces (its merge can leave a declared group out)
+        for group in kafka_copartition_groups(t.copartition_groups):
             assert len({sources[topic] for topic in group}) == 1, group
     # copartitioning overrides only unenforced topics of its groups, and nothing downstream
     before = sized(size_internal_topics(replace(t, copartition_groups=()), counts))
@@ -270,20 +276,62 @@ def test_sizing_properties(case: tuple[Topology, dict[str, int]], strict: bool) 
         assert before.source_partitions[topic] >= max(external, default=0)
 
 
-def test_copartitioning_does_not_resize_downstream_repartition_topics() -> None:
-    """As in Kafka: rep-a is cut to 2 by its join, but rep-b was sized from rep-a's computed 6
-    before that, and keeps 6."""
-    t = topology(
+def downstream_of_a_join(first: str, second: str) -> Topology:
+    """big(6) -> ``first``; ``first`` JOIN small(2) -> ``second``; ``second`` -> sub 2."""
+    return topology(
         [
-            {"id": 0, "source_topics": ["big"], "sink_topics": ["rep-a"]},
-            {"id": 1, "source_topics": ["rep-a", "small"], "sink_topics": ["rep-b"]},
-            {"id": 2, "source_topics": ["rep-b"]},
+            {"id": 0, "source_topics": ["big"], "sink_topics": [first]},
+            {"id": 1, "source_topics": [first, "small"], "sink_topics": [second]},
+            {"id": 2, "source_topics": [second]},
         ],
-        {"rep-a": None, "rep-b": None},
-        [["rep-a", "small"]],
+        {first: None, second: None},
+        [[first, "small"]],
     )
+
+
+def test_copartitioning_does_not_resize_downstream_repartition_topics() -> None:
+    """Kafka (checked with its own classes) visits subtopology 1 before 2 here: app-right is
+    sized from app-left's computed 6; the join then cuts app-left to 2 but not app-right."""
+    t = downstream_of_a_join("app-left", "app-right")
+    assert [sub for sub, _ in sizing_order(t)] == [0, 1, 2]
     result = sized(size_internal_topics(t, {"big": 6, "small": 2}))
-    assert result.repartition_partitions == {"rep-a": 2, "rep-b": 6}
+    assert result.repartition_partitions == {"app-left": 2, "app-right": 6}
+
+
+def test_a_topic_visited_before_its_upstream_uses_only_what_is_known() -> None:
+    """Other names, other hash order: Kafka visits subtopology 2 before 1, when app-rep-a has no
+    count yet, so app-rep-b takes small's 2 (our old walk by id gave 6; Kafka's own classes
+    agree on 2, see tests/conformance/test_topology_sizing.py)."""
+    t = downstream_of_a_join("app-rep-a", "app-rep-b")
+    assert [sub for sub, _ in sizing_order(t)] == [0, 2, 1]
+    result = sized(size_internal_topics(t, {"big": 6, "small": 2}))
+    assert result.repartition_partitions == {"app-rep-a": 2, "app-rep-b": 2}
+
+
+def test_sizing_order_replays_java_hash_set_of_topics_infos() -> None:
+    """TopicsInfo.hashCode packs the source set's hash over the changelog map's; a changelog
+    moves the subtopology in the walk."""
+    t = downstream_of_a_join("app-rep-a", "app-rep-b")
+    assert [topics_info_hash(s) for s in t.subtopologies] == [
+        java_topics_info_hash(["big"], []),
+        java_topics_info_hash(["app-rep-a", "small"], []),
+        java_topics_info_hash(["app-rep-b"], []),
+    ]
+    with_store = replace(t.subtopologies[2], changelog_topics=("app-s-changelog",))
+    assert topics_info_hash(with_store) == java_topics_info_hash(["app-rep-b"], ["app-s-changelog"])
+    assert topics_info_hash(with_store) != topics_info_hash(t.subtopologies[2])
+
+
+def java_topics_info_hash(sources: list[str], changelogs: list[str]) -> int:
+    """The same hash spelled out step by step as the Java source reads, with ctypes ints."""
+    src = ctypes.c_int32(sum(string_hash(t) for t in sources)).value
+    log = 0
+    for name in changelogs:
+        config = ctypes.c_int32(31 * (31 * (31 * 1 + string_hash(name)) + 0) + 1237).value
+        log = ctypes.c_int32(log + (string_hash(name) ^ config)).value
+    packed = ctypes.c_int64((src << 32) | (log & 0xFFFFFFFFFFFFFFFF)).value
+    remainder = abs(packed) % 0xFFFFFFFF * (1 if packed >= 0 else -1)  # Java's % keeps the sign
+    return ctypes.c_int32(remainder).value
 
 
 @given(sized_topologies(), st.data())
@@ -302,7 +350,7 @@ def test_any_missing_external_topic_is_reported(
 def test_sizing_does_not_touch_its_inputs(strict: bool) -> None:
     counts = {"orders": 8, "clicks": 3}
     t = chain()
-    before = t.to_data()
+    before = topology_to_data(t)
     size_internal_topics(t, counts, strict=strict)
     assert counts == {"orders": 8, "clicks": 3}
-    assert t.to_data() == before
+    assert topology_to_data(t) == before

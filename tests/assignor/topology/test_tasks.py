@@ -7,7 +7,9 @@ import pickle
 import pytest
 from hypothesis import given
 
+from assignor.topology.builder import TopologyBuilder
 from assignor.topology.internal_topics import InternalTopics, size_internal_topics
+from assignor.topology.model import Topology
 from assignor.topology.tasks import (
     changelog_partition_counts,
     changelog_partitions,
@@ -15,7 +17,6 @@ from assignor.topology.tasks import (
     plan_tasks,
     stateful_tasks,
 )
-from assignor.topology.model import Topology, TopologyBuilder
 from protocol.ids import TaskId, TopicPartition
 from tests.assignor.topology.topology_strategies import sized_topologies
 

@@ -8,7 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from assignor.topology.model import Topology, TopologyBuilder, TopologyError, changelog_topic_name
+from assignor.topology.builder import TopologyBuilder
+from assignor.topology.copartition import kafka_copartition_groups
+from assignor.topology.model import Topology, TopologyError, changelog_topic_name
 from tests.assignor.topology.topology_strategies import Plan, replay, topology_plans
 
 
@@ -145,12 +147,14 @@ def test_connect_processor_and_stores_later() -> None:
     assert len(builder.build().subtopologies) == 1
 
 
-def test_copartition_groups_merge_when_they_share_a_topic() -> None:
+def test_copartition_groups_are_kept_as_declared() -> None:
+    """Kafka merges groups only at assignment (and not into a full closure), so the frozen
+    topology keeps each declared group, in order."""
     builder = TopologyBuilder("app")
     for topic in "abcd":
         builder.add_source(f"s-{topic}", topic)
     builder.copartition("a", "b").copartition("c", "d").copartition("b", "c")
-    assert builder.build().copartition_groups == (("a", "b", "c", "d"),)
+    assert builder.build().copartition_groups == (("a", "b"), ("c", "d"), ("b", "c"))
     builder.copartition("x", "a")
     with pytest.raises(TopologyError, match="x is not a source topic") as caught:
         builder.build()
@@ -297,3 +301,38 @@ def test_every_store_and_changelog_lives_in_exactly_one_subtopology(plan: Plan) 
     }
     assert set(changelogs) == {f"app-{store}-changelog" for store in logged}
     assert set(stores) == {step.name for step in plan.steps if step.kind == "store"}
+
+
+def test_overlapping_groups_are_checked_one_by_one_when_built() -> None:
+    """Kafka's validateCopartition looks at each declared group alone: {r1, r2} (both enforced,
+    4 and 5) is refused at once, although merged with {r2, b} it would have an external topic
+    and be left to the assignment. The message names Kafka's raw (unprefixed) topic names."""
+    builder = TopologyBuilder("app").add_source("s", "in").add_processor("p", "s")
+    builder.add_sink("k1", "app-r1", "p").add_sink("k2", "app-r2", "p")
+    builder.add_source("t1", "app-r1").add_source("t2", "app-r2").add_source("tb", "b")
+    builder.add_processor("j", "t1", "t2", "tb")
+    builder.add_repartition_topic("app-r1", 4).add_repartition_topic("app-r2", 5)
+    builder.copartition_sources("t2", "tb").copartition_sources("t1", "t2")
+    with pytest.raises(TopologyError) as caught:
+        builder.build()
+    assert str(caught.value) == (
+        "Invalid topology: Following topics do not have the same number of partitions: "
+        "[{r1=4, r2=5}]"
+    )
+
+
+def test_copartition_sources_takes_every_topic_of_the_nodes_in_kafkas_order() -> None:
+    builder = TopologyBuilder("app").add_source("left", "l1", "l2").add_source("right", "r")
+    builder.add_processor("j", "left", "right").copartition_sources("right", "left")
+    # new HashSet<>(["right", "left"]) iterates "left" first (its hash lands in a lower bucket)
+    assert builder.build().copartition_groups == (("l1", "l2", "r"),)
+    with pytest.raises(TopologyError, match="j is not a source node"):
+        builder.copartition_sources("j")
+
+
+def test_kafka_merges_a_bridging_group_into_one_set_only() -> None:
+    """{b, c} bridges {a, b} and {c, d}: Kafka adds it to the set of its first placed topic
+    ('b', in HashSet order), so two overlapping sets remain, visited in their hash order."""
+    groups = [("a", "b"), ("c", "d"), ("b", "c")]
+    assert kafka_copartition_groups(groups) == [["a", "b", "c"], ["c", "d"]]
+    assert kafka_copartition_groups([("x",), ("x", "y")]) == [["x", "y"]]

@@ -1,127 +1,31 @@
 """Node grouping against the real thing: Kafka Streams' own ``Topology.describe()``.
 
 Random processor-API topologies (sources, processors, sinks, shared and unlogged stores, stores
-connected late, global stores) are built twice: by our ``TopologyBuilder`` and, in one JVM, by
-``org.apache.kafka.streams.Topology`` of the pinned kafka-streams jar. Subtopology ids and the
-nodes of each must agree, global stores included (they consume an id).
+connected late, global stores) are built twice: by our ``TopologyBuilder`` and, in the one
+conformance harness JVM (op ``topology_grouping``, ``tests/conformance/java/
+TopologyGroupingOp.java``), by ``org.apache.kafka.streams.Topology`` of the pinned kafka-streams
+jar. Subtopology ids and the nodes of each must agree, global stores included (they consume an
+id).
 
 Needs java, javac and mvn (skips locally without them, fails in CI). ``CONFORMANCE_SCENARIOS``
-sets the number of topologies (default 300).
+sets the number of topologies (default 300, at most 20,000).
 """
 
 from __future__ import annotations
 
-import os
 import random
-import subprocess
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from assignor.topology.model import Topology, TopologyBuilder
+from assignor.topology.builder import TopologyBuilder
+from assignor.topology.model import Topology
+from tests.support.jvm import HarnessError, JavaHarness, build_harness, scenario_count
 from tests.support.requirements import require_tools
 
 pytestmark = pytest.mark.conformance
-
-KAFKA_VERSION = "4.1.2"
-
-POM = f"""<project xmlns="http://maven.apache.org/POM/4.0.0">
-  <modelVersion>4.0.0</modelVersion>
-  <groupId>local</groupId><artifactId>topology-grouping</artifactId><version>1</version>
-  <dependencies>
-    <dependency>
-      <groupId>org.apache.kafka</groupId><artifactId>kafka-streams</artifactId>
-      <version>{KAFKA_VERSION}</version>
-    </dependency>
-  </dependencies>
-</project>
-"""
-
-# Reads one builder call per line, "end" closes a topology and prints its description as
-# "sub <id> <node> <node> ..." and "global <id> <source> <processor>" lines, then "done".
-JAVA = """
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
-import java.util.Arrays;
-import java.util.TreeSet;
-import org.apache.kafka.common.serialization.Serdes;
-import org.apache.kafka.streams.Topology;
-import org.apache.kafka.streams.TopologyDescription;
-import org.apache.kafka.streams.processor.api.Processor;
-import org.apache.kafka.streams.processor.api.Record;
-import org.apache.kafka.streams.state.KeyValueStore;
-import org.apache.kafka.streams.state.StoreBuilder;
-import org.apache.kafka.streams.state.Stores;
-
-public class TopologyGrouping {
-    static final class Noop<K, V, KO, VO> implements Processor<K, V, KO, VO> {
-        @Override public void process(final Record<K, V> record) { }
-    }
-
-    static StoreBuilder<KeyValueStore<String, String>> store(final String name) {
-        return Stores.keyValueStoreBuilder(
-            Stores.inMemoryKeyValueStore(name), Serdes.String(), Serdes.String());
-    }
-
-    public static void main(final String[] args) throws Exception {
-        final BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
-        Topology topology = new Topology();
-        final StringBuilder out = new StringBuilder();
-        String line;
-        while ((line = in.readLine()) != null) {
-            final String[] f = line.trim().split(" ");
-            final String[] rest3 = Arrays.copyOfRange(f, Math.min(3, f.length), f.length);
-            switch (f[0]) {
-                case "source":
-                    topology.addSource(f[1], Arrays.copyOfRange(f, 2, f.length));
-                    break;
-                case "processor":
-                    topology.addProcessor(f[1], Noop::new, Arrays.copyOfRange(f, 2, f.length));
-                    break;
-                case "sink":
-                    topology.addSink(f[1], f[2], rest3);
-                    break;
-                case "store":
-                    final StoreBuilder<KeyValueStore<String, String>> builder =
-                        f[2].equals("logged") ? store(f[1]) : store(f[1]).withLoggingDisabled();
-                    topology.addStateStore(builder, rest3);
-                    break;
-                case "connect":
-                    topology.connectProcessorAndStateStores(
-                        f[1], Arrays.copyOfRange(f, 2, f.length));
-                    break;
-                case "global":
-                    topology.addGlobalStore(store(f[1]).withLoggingDisabled(), f[2],
-                        Serdes.String().deserializer(), Serdes.String().deserializer(), f[3], f[4],
-                        () -> new Noop<String, String, Void, Void>());
-                    break;
-                case "end":
-                    final TopologyDescription description = topology.describe();
-                    for (final TopologyDescription.Subtopology sub : description.subtopologies()) {
-                        final TreeSet<String> names = new TreeSet<>();
-                        for (final TopologyDescription.Node node : sub.nodes()) {
-                            names.add(node.name());
-                        }
-                        out.append("sub ").append(sub.id()).append(' ')
-                           .append(String.join(" ", names)).append('\\n');
-                    }
-                    for (final TopologyDescription.GlobalStore g : description.globalStores()) {
-                        out.append("global ").append(g.id()).append(' ')
-                           .append(g.source().name()).append(' ')
-                           .append(g.processor().name()).append('\\n');
-                    }
-                    out.append("done\\n");
-                    topology = new Topology();
-                    break;
-                default:
-                    throw new IllegalArgumentException("unknown step: " + line);
-            }
-        }
-        System.out.print(out);
-    }
-}
-"""
-
 
 def random_plan(rng: random.Random) -> list[list[str]]:
     """Builder calls, each a list of words, valid for both builders."""
@@ -202,65 +106,38 @@ def expected_lines(steps: list[list[str]], topology: Topology) -> list[str]:
     return lines
 
 
+def kafka_lines(answer: dict[str, Any]) -> list[str]:
+    """The op's answer in the same line form as :func:`expected_lines`."""
+    lines = [f"sub {sub[0]} {' '.join(sub[1:])}" for sub in answer["subtopologies"]]
+    lines += [f"global {g[0]} {g[1]} {g[2]}" for g in answer["globals"]]
+    return lines
+
+
 @pytest.fixture(scope="module")
-def java_grouping(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+def java_harness() -> Iterator[JavaHarness]:
+    """The one conformance harness (built once, cached), in a JVM for this module."""
     require_tools("java", "javac", "mvn")
-    work = tmp_path_factory.mktemp("topology-grouping")
-    (work / "pom.xml").write_text(POM)
-    classpath_file = work / "classpath.txt"
-    subprocess.run(
-        ["mvn", "-q", "-B", "dependency:build-classpath", f"-Dmdep.outputFile={classpath_file}"],
-        cwd=work,
-        check=True,
-        timeout=600,
-        capture_output=True,
-    )
-    classpath = classpath_file.read_text().strip()
-    (work / "TopologyGrouping.java").write_text(JAVA)
-    subprocess.run(
-        ["javac", "-cp", classpath, "-d", str(work), str(work / "TopologyGrouping.java")],
-        check=True,
-        timeout=300,
-        capture_output=True,
-    )
-    return [str(work), classpath]
+    with JavaHarness(build_harness()) as harness:
+        yield harness
 
 
-def test_subtopology_ids_and_nodes_match_kafka(java_grouping: list[str]) -> None:
-    work, classpath = java_grouping
-    count = int(os.environ.get("CONFORMANCE_SCENARIOS", "300"))
+def test_subtopology_ids_and_nodes_match_kafka(java_harness: JavaHarness) -> None:
+    count = scenario_count(300)
     rng = random.Random(20241025)
     plans = [random_plan(rng) for _ in range(min(count, 20_000))]
-    script = "".join("".join(" ".join(s) + "\n" for s in p) + "end\n" for p in plans)
-    result = subprocess.run(
-        ["java", "-cp", f"{work}{os.pathsep}{classpath}", "TopologyGrouping"],
-        input=script,
-        text=True,
-        capture_output=True,
-        timeout=600,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    answers = result.stdout.split("done\n")[:-1]
+    answers = java_harness.call_many("topology_grouping", [{"steps": p} for p in plans])
     assert len(answers) == len(plans)
     for steps, answer in zip(plans, answers, strict=True):
+        assert not isinstance(answer, HarnessError), answer
         mine = expected_lines(steps, ours(steps))
-        assert sorted(answer.splitlines()) == sorted(mine), "\n".join(" ".join(s) for s in steps)
+        assert sorted(kafka_lines(answer)) == sorted(mine), "\n".join(" ".join(s) for s in steps)
 
 
-def test_the_harness_would_notice_a_difference(java_grouping: list[str]) -> None:
+def test_the_harness_would_notice_a_difference(java_harness: JavaHarness) -> None:
     """The comparison is not vacuous: a plan with two groups is two lines in Java's answer."""
-    work, classpath = java_grouping
-    script = "source a t1\nsource b t2\nprocessor p a\nend\n"
-    result = subprocess.run(
-        ["java", "-cp", f"{work}{os.pathsep}{classpath}", "TopologyGrouping"],
-        input=script,
-        text=True,
-        capture_output=True,
-        timeout=120,
-        check=True,
-    )
-    assert sorted(result.stdout.split("done\n")[0].splitlines()) == ["sub 0 a p", "sub 1 b"]
+    steps = [["source", "a", "t1"], ["source", "b", "t2"], ["processor", "p", "a"]]
+    answer = java_harness.call("topology_grouping", {"steps": steps})
+    assert sorted(kafka_lines(answer)) == ["sub 0 a p", "sub 1 b"]
 
 
 def test_generator_makes_varied_plans() -> None:

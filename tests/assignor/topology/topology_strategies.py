@@ -21,7 +21,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from assignor.topology.model import Topology, TopologyBuilder, TopologyError
+from assignor.topology.builder import TopologyBuilder
+from assignor.topology.model import Topology, TopologyError
 
 APPLICATION_ID = "app"
 

@@ -1,4 +1,4 @@
-"""``python -m tests.support.kafka up|down|status``: a broker that outlives the command (make kafka-up).
+"""``python -m tests.support.kafka up|down|status``: a broker that outlives the command.
 
 The running broker is remembered in ``tests/support/kafka/target/broker.json`` so that ``down`` and
 ``status`` find it; ``up`` prints the ``KAFKA_BOOTSTRAP_SERVERS`` value that points the suite at it.

@@ -1,8 +1,9 @@
 """A real Apache Kafka broker (KRaft, one combined broker+controller process) for the test suite.
 
-The jars come from Maven Central through ``tests/support/kafka/pom.xml`` and are cached once per machine
-(under a file lock, because several test sessions may start at the same moment). Every broker gets
-its own temporary folder (config, data, ``server.log``) and fresh ports on 127.0.0.1 only.
+The jars come from Maven Central through ``tests/support/kafka/pom.xml`` and are cached once per
+machine (under a file lock, because several test sessions may start at the same moment). Every
+broker gets its own temporary folder (config, data, ``server.log``) and fresh ports on
+127.0.0.1 only.
 
 This module is synchronous and uses only the standard library so that the pytest fixture,
 ``python -m tests.support.kafka`` and anybody's script can share it.

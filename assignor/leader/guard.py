@@ -1,0 +1,215 @@
+"""Step 1b of the pipeline: keep one lying member from making the whole group rebalance forever.
+
+Two claims a member can make that Kafka Streams' leader takes at face value, each of which makes
+Kafka (4.1.2) loop:
+
+**Process-id clones.** Kafka groups consumers into clients by process id and takes the client's
+endpoint from whichever consumer it meets first. Two instances configured with the same process
+id but different endpoints therefore share one client and one host-map entry; the consumers of
+the instance whose endpoint is missing from the host map ask for an immediate rebalance to
+publish it (``verifyHostInfo``), every generation, forever. Here a process id has one endpoint
+per generation: the one it was served under last time (the leader remembers), else the endpoint
+of its smallest member id. Members of that id announcing another endpoint get an
+``ASSIGNMENT_ERROR`` assignment of their own and no tasks; nothing tells them to rejoin.
+
+**Version liars.** A member that sends version ``u`` while declaring it supports ``L > u`` makes
+the leader answer everyone at ``u`` and announce ``L`` as commonly supported: the honest members
+"downgrade" to ``L`` (their own version) and rejoin, the liar is told to upgrade, rejoins, and
+sends ``u`` again. Kafka loops the same way for v3..v10 subscriptions claiming v11. Here the
+leader remembers which members it told to upgrade; a member that ignores that instruction
+``IGNORED_UPGRADES_BEFORE_REFUSAL`` times in a row is refused (an ``ASSIGNMENT_ERROR``
+assignment of its own, as long as it keeps lying) and left out of the group's versions, so the
+honest members are answered at their own version and stay put.
+
+Both are logged once, when first noticed, not every generation: :class:`LeaderMemory` carries
+what was noticed from one ``assign()`` to the next (the adapter keeps it on ``StreamsProcess``
+and replaces it only once the leader's own assignment arrived, so a generation that never
+reached the members does not count). It only ever holds current members, so it stays as small as
+the group.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+from protocol.ids import HostInfo, ProcessId
+from protocol.messages import SubscriptionInfo
+
+log = logging.getLogger(__name__)
+
+#: How many consecutive upgrade instructions a member may ignore before it is refused. Two, not
+#: one: an instruction can be lost when a new rebalance aborts the generation that carried it.
+IGNORED_UPGRADES_BEFORE_REFUSAL = 2
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderMemory:
+    """What the leader remembers between generations (pure data; the pipeline returns the next)."""
+
+    #: member id -> (version it was last told to upgrade to, how many times in a row it ignored it)
+    upgrade_told: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    #: members refused as version liars (already logged)
+    version_liars: frozenset[str] = frozenset()
+    #: the endpoint each process id was served under in the last generation
+    endpoints: Mapping[ProcessId, HostInfo | None] = field(default_factory=dict)
+    #: (process id, endpoint) pairs refused as clones (already logged)
+    clones: frozenset[tuple[ProcessId, HostInfo | None]] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class Screening:
+    """Which members the leader refuses this generation, and why."""
+
+    #: member id -> reason, each answered with an ``ASSIGNMENT_ERROR`` assignment of its own
+    refused: Mapping[str, str]
+    #: memory so far (``upgrade_told`` is completed by :func:`remember_upgrades` once the
+    #: group's versions are known)
+    memory: LeaderMemory
+
+
+def screen_members(
+    subscriptions: Mapping[str, SubscriptionInfo], memory: LeaderMemory
+) -> Screening:
+    """Find process-id clones and version liars among the decoded members."""
+    refused: dict[str, str] = {}
+    clones, endpoints = _find_clones(subscriptions, memory)
+    refused.update(clones)
+    liars, newly_lying = _find_version_liars(subscriptions, memory, exclude=refused)
+    refused.update(liars)
+
+    logged_clones = set()
+    new_clones = []
+    for member_id in sorted(clones):
+        info = subscriptions[member_id]
+        key = (info.process_id, info.user_endpoint)
+        logged_clones.add(key)
+        if key not in memory.clones:
+            new_clones.append(member_id)
+    if new_clones:
+        log.warning(
+            "refusing member(s) that reuse another instance's process id with a different "
+            "endpoint (misconfigured process id?); they get ASSIGNMENT_ERROR until the "
+            "conflict ends: %s",
+            "; ".join(f"{m}: {clones[m]}" for m in new_clones),
+        )
+    # one warning per lying process, not per consumer: its threads are flagged one by one
+    known = {subscriptions[m].process_id for m in memory.version_liars if m in subscriptions}
+    newly_lying = [m for m in newly_lying if subscriptions[m].process_id not in known]
+    if newly_lying:
+        log.warning(
+            "refusing member(s) that keep sending an older subscription version than they "
+            "declare to support, ignoring the leader's upgrade instruction; they get "
+            "ASSIGNMENT_ERROR while they do: %s",
+            "; ".join(f"{m}: {liars[m]}" for m in newly_lying),
+        )
+    return Screening(
+        refused=refused,
+        memory=LeaderMemory(
+            upgrade_told=memory.upgrade_told,
+            version_liars=frozenset(liars),
+            endpoints=endpoints,
+            clones=frozenset(logged_clones),
+        ),
+    )
+
+
+def remember_upgrades(
+    screening: Screening,
+    subscriptions: Mapping[str, SubscriptionInfo],
+    commonly_supported: int,
+) -> LeaderMemory:
+    """Record which served members this generation tells to upgrade to ``commonly_supported``,
+    counting how many times in a row each has been told so already."""
+    told: dict[str, tuple[int, int]] = {}
+    previous = screening.memory.upgrade_told
+    for member_id, info in subscriptions.items():
+        if member_id in screening.refused or info.version >= commonly_supported:
+            continue
+        version, ignored = previous.get(member_id, (0, 0))
+        ignored = ignored + 1 if version == commonly_supported and version > 0 else 0
+        told[member_id] = (commonly_supported, ignored)
+    return replace(screening.memory, upgrade_told=told)
+
+
+def _find_clones(
+    subscriptions: Mapping[str, SubscriptionInfo], memory: LeaderMemory
+) -> tuple[dict[str, str], dict[ProcessId, HostInfo | None]]:
+    """Members whose process id is announced elsewhere with another endpoint, and the endpoint
+    each process id keeps (remembered one first, else that of its smallest member id)."""
+    by_process: dict[ProcessId, dict[HostInfo | None, list[str]]] = {}
+    for member_id in sorted(subscriptions):
+        info = subscriptions[member_id]
+        by_process.setdefault(info.process_id, {}).setdefault(info.user_endpoint, []).append(
+            member_id
+        )
+    refused: dict[str, str] = {}
+    endpoints: dict[ProcessId, HostInfo | None] = {}
+    for process_id, announced in by_process.items():
+        remembered = memory.endpoints.get(process_id, _NOT_SEEN)
+        if isinstance(remembered, _NotSeen) or remembered not in announced:
+            keep = next(iter(announced))  # smallest member id first (sorted above)
+        else:
+            keep = remembered
+        endpoints[process_id] = keep
+        for endpoint, member_ids in announced.items():
+            if endpoint == keep:
+                continue
+            for member_id in member_ids:
+                refused[member_id] = (
+                    f"process id {process_id} already runs at endpoint {_show(keep)}, "
+                    f"this member announces {_show(endpoint)}"
+                )
+    return refused, endpoints
+
+
+def _find_version_liars(
+    subscriptions: Mapping[str, SubscriptionInfo],
+    memory: LeaderMemory,
+    *,
+    exclude: Mapping[str, str],
+) -> tuple[dict[str, str], list[str]]:
+    """Members that sent a version below one they were told to upgrade to, and still claim to
+    support it, ``IGNORED_UPGRADES_BEFORE_REFUSAL`` times in a row (or were refused for it before
+    and still send less than they claim). Returns (refused with reasons, newly refused)."""
+    liars: dict[str, str] = {}
+    new: list[str] = []
+    for member_id in sorted(subscriptions):
+        if member_id in exclude:
+            continue
+        info = subscriptions[member_id]
+        sent, claimed = info.version, info.latest_supported_version
+        reason = (
+            f"sends version {sent} while declaring version {claimed} supported, and ignored "
+            "the leader's instruction to upgrade"
+        )
+        if member_id in memory.version_liars:
+            if sent < claimed:
+                liars[member_id] = reason
+            continue
+        told, ignored = memory.upgrade_told.get(member_id, (0, 0))
+        if sent < told <= claimed and ignored + 1 >= IGNORED_UPGRADES_BEFORE_REFUSAL:
+            liars[member_id] = reason
+            new.append(member_id)
+    return liars, new
+
+
+class _NotSeen:
+    """Marks a process id the leader has not served before (``None`` is a valid endpoint)."""
+
+
+_NOT_SEEN = _NotSeen()
+
+
+def _show(endpoint: HostInfo | None) -> str:
+    return "none" if endpoint is None else f"{endpoint.host}:{endpoint.port}"
+
+
+__all__ = [
+    "IGNORED_UPGRADES_BEFORE_REFUSAL",
+    "LeaderMemory",
+    "Screening",
+    "remember_upgrades",
+    "screen_members",
+]

@@ -1,0 +1,289 @@
+"""The rebalance state machine of the classic coordinator: join phase, sync phase, timeouts.
+
+``RebalancePhases`` owns every timer (join, initial delay, pending sync, member sessions) and every
+phase transition: it starts a rebalance, completes the join phase (removing dynamic members that did
+not rejoin, electing a leader, answering every parked JoinGroup), expires late SyncGroups and silent
+sessions, and writes one ``RebalanceRecord`` per generation. ``GroupCoordinator`` (the request
+handling) builds on it; neither part is meant to be used alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import MappingProxyType
+from typing import Any
+
+from simulator.shim.clock import Clock
+from simulator.shim.errors import ErrorCode
+from simulator.shim.group import (
+    CAN_PREPARE,
+    NONE,
+    CoordinatorConfig,
+    Group,
+    GroupState,
+    Member,
+    Round,
+)
+from simulator.shim.records import Journal, RebalanceRecord
+from simulator.shim.requests import JoinGroupResponse, SyncGroupResponse
+
+# Kafka's timers tick in milliseconds: a rebalance timeout of 0 re-polls a stalled join phase at the
+# next tick, not at the same instant.
+JOIN_POLL_FLOOR_MS = 1
+
+
+class RebalancePhases:
+    """Timers and phase transitions shared by every group of one coordinator."""
+
+    def __init__(
+        self,
+        clock: Clock,
+        config: CoordinatorConfig | None = None,
+        journal: Journal | None = None,
+    ) -> None:
+        self.clock = clock
+        self.config = config or CoordinatorConfig()
+        self.journal = journal if journal is not None else Journal()
+        self._groups: dict[str, Group] = {}
+
+    # -- rebalancing ----------------------------------------------------------------------
+    def _prepare_or_complete(self, group: Group, reason: str) -> None:
+        if group.state in CAN_PREPARE:
+            self._prepare(group, reason)
+        else:
+            if group.round is not None and len(group.round.reasons) < 8:
+                group.round.reasons.append(reason)
+            self._maybe_complete_join_phase(group)
+
+    def _maybe_complete_join_phase(self, group: Group) -> None:
+        if (group.state is GroupState.PREPARING_REBALANCE
+                and group.previous_state is not GroupState.EMPTY
+                and group.all_joined()):
+            self._complete_join(group)
+
+    def _prepare(self, group: Group, reason: str) -> None:
+        now = self.clock.time()
+        if group.state is GroupState.COMPLETING_REBALANCE:
+            self._fail_syncs(group, ErrorCode.REBALANCE_IN_PROGRESS)
+            self._finish_round(group, "aborted", now)
+        self._cancel_sync_timer(group)
+        initial = group.state is GroupState.EMPTY
+        if initial:
+            delay = self.config.initial_rebalance_delay_ms
+            remaining = max(group.rebalance_timeout_ms() - delay, 0)
+            self._schedule_join_timer(
+                group, delay, lambda: self._initial_join_timer(group, delay, remaining)
+            )
+        group.transition(GroupState.PREPARING_REBALANCE)
+        group.round = Round(now, reason)
+        self._log(group.group_id, "prepare-rebalance", "",
+                  f"generation {group.generation}: {reason}")
+        if not initial:
+            if group.all_joined():
+                self._complete_join(group)
+            else:
+                self._schedule_join_timer(
+                    group, group.rebalance_timeout_ms(), lambda: self._complete_join(group)
+                )
+
+    def _initial_join_timer(self, group: Group, delay: int, remaining: int) -> None:
+        group.join_timer = None
+        if group.new_member_added and remaining != 0:
+            group.new_member_added = False
+            next_delay = min(self.config.initial_rebalance_delay_ms, remaining)
+            next_remaining = max(remaining - delay, 0)
+            self._schedule_join_timer(
+                group, next_delay,
+                lambda: self._initial_join_timer(group, next_delay, next_remaining),
+            )
+        else:
+            self._complete_join(group)
+
+    def _complete_join(self, group: Group) -> None:
+        self._cancel_join_timer(group)
+        if group.state is not GroupState.PREPARING_REBALANCE:
+            return
+        gone = [m.member_id for m in group.members.values()
+                if m.join_future is None and m.instance_id is None]
+        for member_id in gone:
+            group.remove(member_id)
+            self._cancel_heartbeat(group, member_id)
+        if gone:
+            self._log(group.group_id, "removed-not-rejoined", "", ", ".join(gone))
+        if not group.elect_joined_leader() and group.members:
+            # Kafka polls again after the rebalance timeout "until session timeout removes all the
+            # non-responsive members" (only static ones are left here). A 0 ms timeout must not
+            # re-poll at the same instant: time would never reach those session timeouts.
+            delay = max(group.rebalance_timeout_ms(), JOIN_POLL_FLOOR_MS)
+            group.join_polls += 1
+            if group.join_polls == 1:  # once per join phase: a 1 ms poll would flood the journal
+                self._log(group.group_id, "join-phase-extended", "",
+                          f"no member rejoined; polling every {delay} ms")
+            self._schedule_join_timer(group, delay, lambda: self._complete_join(group))
+            return
+        group.next_generation()
+        now = self.clock.time()
+        round_ = group.round if group.round is not None else Round(now, "unrecorded")
+        group.round = round_
+        round_.joined_at = now
+        if not group.members:  # the generation is empty
+            self._log(group.group_id, "group-empty", "", f"generation {group.generation}")
+            self._finish_round(group, "empty", now)
+            return
+        leader = group.leader_id or ""
+        protocol = group.protocol_name
+        generation = group.generation
+        members = group.member_list()
+        round_.members = tuple(m[0] for m in members)
+        round_.leader = leader
+        round_.protocol = protocol
+        round_.metadata = {m[0]: m[2] for m in members}
+        round_.static = {m[0]: m[1] for m in members if m[1] is not None}
+        self._log(group.group_id, "join-complete", leader,
+                  f"generation {generation}, protocol {protocol}, {len(members)} members")
+        for member in list(group.members.values()):
+            response = JoinGroupResponse(
+                NONE, member.member_id, generation, protocol, leader,
+                members if member.member_id == leader else (),
+            )
+            group.complete_join(member, response)
+            self._schedule_heartbeat(group, member.member_id, member.session_timeout_ms)
+            member.is_new = False
+            group.pending_sync[member.member_id] = None
+        self._cancel_sync_timer(group)
+        group.sync_timer = self.clock.call_later(
+            group.rebalance_timeout_ms() / 1000.0,
+            lambda: self._expire_pending_sync(group, generation),
+        )
+
+    def _expire_pending_sync(self, group: Group, generation: int) -> None:
+        group.sync_timer = None
+        if generation != group.generation:
+            return
+        if group.state not in (GroupState.COMPLETING_REBALANCE, GroupState.STABLE):
+            return
+        if not group.pending_sync:
+            return
+        late = list(group.pending_sync)
+        for member_id in late:
+            group.remove(member_id)
+            self._cancel_heartbeat(group, member_id)
+        self._log(group.group_id, "sync-expired", "", ", ".join(late))
+        self._prepare(group, f"members {', '.join(late)} did not send SyncGroup in time")
+
+    def _finish_round(self, group: Group, outcome: str, now: float) -> None:
+        round_ = group.round
+        group.round = None
+        if round_ is None:
+            return
+        assignments: dict[str, bytes] = {}
+        sent: dict[str, int] = {}
+        received: dict[str, int] = {}
+        if outcome == "stable":
+            members = group.members
+            assignments = {mid: members[mid].assignment for mid in round_.members
+                           if mid in members}
+            total_metadata = sum(len(b) for b in round_.metadata.values())
+            total_assignment = sum(len(b) for b in assignments.values())
+            for mid in round_.members:
+                own_meta = len(round_.metadata.get(mid, b""))
+                own_assignment = len(assignments.get(mid, b""))
+                if mid == round_.leader:
+                    sent[mid] = own_meta + total_assignment
+                    received[mid] = total_metadata + own_assignment
+                else:
+                    sent[mid] = own_meta
+                    received[mid] = own_assignment
+        self.journal.add(RebalanceRecord(
+            group_id=group.group_id,
+            generation=group.generation,
+            outcome=outcome,
+            protocol=round_.protocol,
+            leader=round_.leader,
+            members=round_.members,
+            static_members=MappingProxyType(round_.static),
+            reasons=tuple(round_.reasons),
+            started_at=round_.started_at,
+            joined_at=round_.joined_at,
+            ended_at=now,
+            metadata=MappingProxyType(round_.metadata),
+            assignments=MappingProxyType(assignments),
+            sent_bytes=MappingProxyType(sent),
+            received_bytes=MappingProxyType(received),
+        ))
+
+
+    def _sync_received(self, group: Group, member_id: str) -> None:
+        group.pending_sync.pop(member_id, None)
+        if not group.pending_sync:
+            self._cancel_sync_timer(group)
+
+    def _propagate(self, group: Group, error: int) -> None:
+        for member in group.members.values():
+            response = SyncGroupResponse(error, member.assignment)
+            if group.complete_sync(member, response):
+                self._schedule_heartbeat(group, member.member_id, member.session_timeout_ms)
+
+    def _fail_syncs(self, group: Group, error: ErrorCode) -> None:
+        for member in group.members.values():
+            member.assignment = b""
+        self._propagate(group, error)
+
+
+    def _schedule_heartbeat(self, group: Group, member_id: str, timeout_ms: int) -> None:
+        timers = group.heartbeat_timers
+        old = timers.get(member_id)
+        if old is not None:
+            old.cancel()
+        timers[member_id] = self.clock.call_later(
+            timeout_ms / 1000.0, lambda: self._expire_heartbeat(group, member_id)
+        )
+
+    def _cancel_heartbeat(self, group: Group, member_id: str) -> None:
+        timer = group.heartbeat_timers.pop(member_id, None)
+        if timer is not None:
+            timer.cancel()
+
+    def _expire_heartbeat(self, group: Group, member_id: str) -> None:
+        group.heartbeat_timers.pop(member_id, None)
+        if member_id in group.pending_join:
+            group.remove(member_id)
+            self._log(group.group_id, "pending-member-expired", member_id, "")
+            if group.state is GroupState.PREPARING_REBALANCE and group.all_joined():
+                self._complete_join(group)
+            return
+        member = group.members.get(member_id)
+        if member is None or member.satisfied_heartbeat():
+            return
+        self._log(group.group_id, "session-expired", member_id, "")
+        self._remove_member(group, member, f"member {member_id} session timed out")
+
+    def _remove_member(self, group: Group, member: Member, reason: str) -> None:
+        group.complete_join(member, JoinGroupResponse(ErrorCode.UNKNOWN_MEMBER_ID))
+        group.remove(member.member_id)
+        self._cancel_heartbeat(group, member.member_id)
+        if group.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
+            self._prepare_or_complete(group, reason)
+        elif group.state is GroupState.PREPARING_REBALANCE and group.all_joined():
+            self._complete_join(group)
+
+
+    # -- timers and answers ---------------------------------------------------------------
+    def _schedule_join_timer(self, group: Group, delay_ms: int, action: Callable[[], Any]) -> None:
+        self._cancel_join_timer(group)
+        group.join_timer = self.clock.call_later(delay_ms / 1000.0, action)
+
+    def _cancel_join_timer(self, group: Group) -> None:
+        if group.join_timer is not None:
+            group.join_timer.cancel()
+            group.join_timer = None
+
+    def _cancel_sync_timer(self, group: Group) -> None:
+        if group.sync_timer is not None:
+            group.sync_timer.cancel()
+            group.sync_timer = None
+
+
+    def _log(self, group_id: str, kind: str, member: str, detail: str) -> None:
+        self.journal.log(self.clock.time(), group_id, kind, member, detail)
+

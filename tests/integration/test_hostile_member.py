@@ -1,0 +1,166 @@
+"""One hostile process among three on the real broker: the honest ones settle and stay settled.
+
+Two honest ``member_proc`` processes (the streams assignor, two consumers each, their own
+endpoints) form a stable group; then a third joins that lies about itself:
+
+- ``clone``: it runs with the process id of an honest process but its own endpoint (a copied
+  configuration). Kafka Streams' leader would serve both under one client and one endpoint,
+  and the consumers whose endpoint is missing would ask for a rebalance every generation;
+- ``version-liar``: its consumers send subscription version 1 at every join while declaring
+  version 3 supported. Kafka's version probing would make every member rejoin every generation.
+
+Within a bounded time the group must reach one generation in which every task is active exactly
+once among the honest consumers and the hostile one holds an ASSIGNMENT_ERROR; that generation
+must last (no further rebalance during many heartbeats), and the leader must log the hostile
+process once. The hostile factories live here: ``member_proc --assignor
+tests.integration.test_hostile_member:hostile``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from assignor import StreamsPartitionAssignor
+from assignor.adapter.admin import ensure_internal_topics
+from protocol.ids import ProcessId
+from tests.integration.conftest import CreateTopics
+from tests.integration.member_driver import (
+    MemberProcess,
+    current_assignment,
+    wait_for_stable_group_async,
+)
+from tests.integration.member_proc import MemberContext
+from tests.integration.streams_member import join_topology, streams
+
+STREAMS = "tests.integration.streams_member:streams"
+HOSTILE = "tests.integration.test_hostile_member:hostile"
+PARTITIONS = 4
+ALL_TASKS = {f"{s}_{p}" for s in (0, 1) for p in range(PARTITIONS)}
+SESSION_TIMEOUT_MS = 3000
+HEARTBEAT_MS = 300
+#: the bound on reaching a stable generation once the hostile process has started
+WAIT_S = 60.0
+#: how long the settled group is watched: many heartbeats of every consumer
+WATCH_S = 5.0
+GUARD_LOGGER = "assignor.leader.guard"
+
+
+def hostile(ctx: MemberContext) -> Any:
+    """The streams assignor with a lie: ``clone_of`` (a process id to take over) or
+    ``stuck_at_version`` (the subscription version every join sends, whatever it was told)."""
+    assignor: StreamsPartitionAssignor = streams(ctx)
+    clone_of = ctx.config.get("clone_of")
+    if clone_of:
+        assignor.process.process_id = ProcessId(uuid.UUID(str(clone_of)))
+    stuck = ctx.config.get("stuck_at_version")
+    if stuck is not None:
+        honest_metadata = assignor.metadata
+
+        def metadata(topics: Any) -> Any:
+            assignor.used_version = int(stuck)
+            return honest_metadata(topics)
+
+        assignor.metadata = metadata  # type: ignore[method-assign]
+    return assignor
+
+
+@pytest.fixture
+def spawn() -> Iterator[Callable[..., MemberProcess]]:
+    started: list[MemberProcess] = []
+
+    def make(*args: Any, **kwargs: Any) -> MemberProcess:
+        kwargs.setdefault("session_timeout_ms", SESSION_TIMEOUT_MS)
+        kwargs.setdefault("heartbeat_interval_ms", HEARTBEAT_MS)
+        member = MemberProcess(*args, **kwargs).start()
+        started.append(member)
+        return member
+
+    yield make
+    for member in started:
+        member.terminate(timeout_s=10)
+
+
+def _infos(members: list[MemberProcess]) -> dict[tuple[str, int], dict[str, Any]]:
+    return {
+        (m.name, i): e["info"] for m in members for i, e in m.latest_assignments().items()
+    }
+
+
+def _guard_logs(members: list[MemberProcess]) -> list[str]:
+    return [
+        e["message"] for m in members for e in m.events
+        if e["event"] == "log" and e.get("logger") == GUARD_LOGGER
+    ]
+
+
+@pytest.mark.parametrize("lie", ["clone", "version-liar"])
+async def test_one_hostile_process_among_three_does_not_stop_the_group_settling(
+    lie: str,
+    kafka_bootstrap: str,
+    create_topics: CreateTopics,
+    unique_name: Callable[[str], str],
+    spawn: Callable[..., MemberProcess],
+) -> None:
+    group = unique_name("hostile")
+    names = {
+        "orders": unique_name("orders"),
+        "customers": unique_name("customers"),
+        "repartition": f"{group}-by-region-repartition",
+    }
+    topology = join_topology(group, names["orders"], names["customers"], names["repartition"])
+    await create_topics({names["orders"]: PARTITIONS, names["customers"]: PARTITIONS})
+    await ensure_internal_topics(kafka_bootstrap, topology)
+    topics = sorted(topology.source_topics)
+
+    def config(port: int, **extra: Any) -> dict[str, Any]:
+        return {"topics": names, "bootstrap": kafka_bootstrap, "end_offsets": True,
+                "assignor": {"num.standby.replicas": 1}, "endpoint": f"127.0.0.1:{port}",
+                **extra}
+
+    honest = [
+        spawn(kafka_bootstrap, group, topics, consumers=2, name=f"p{i}", assignor=STREAMS,
+              assignor_config=config(7100 + i))
+        for i in range(2)
+    ]
+    before, _ = await wait_for_stable_group_async(honest, WAIT_S, settle_s=1.0)
+    infos = _infos(honest)
+    victim_pid = next(info["process_id"] for (name, _), info in infos.items() if name == "p1")
+
+    lie_config = {"clone_of": victim_pid} if lie == "clone" else {"stuck_at_version": 1}
+    bad = spawn(kafka_bootstrap, group, topics, consumers=2, name="hostile", assignor=HOSTILE,
+                assignor_config=config(7199, **lie_config))
+    everyone = [*honest, bad]
+    began = time.monotonic()
+    generation, _ = await wait_for_stable_group_async(
+        everyone, WAIT_S, newer_than=before, settle_s=1.5
+    )
+    assert time.monotonic() - began < WAIT_S
+
+    infos = _infos(everyone)
+    actives: Counter[str] = Counter()
+    for (name, _), info in infos.items():
+        if name == "hostile":
+            assert info["error"] == "ASSIGNMENT_ERROR", info
+            assert info["active"] == [] and info["standby"] == []
+        else:
+            assert info["error"] == "NONE", info
+            assert info["used_version"] == 3, info
+            actives.update(info["active"])
+    assert set(actives) == ALL_TASKS, infos
+    assert set(actives.values()) == {1}, f"a task is active twice: {infos}"
+
+    # the generation lasts: every consumer still holds it after many heartbeats, none rejoined
+    await asyncio.sleep(WATCH_S)
+    generations, _ = current_assignment(everyone)
+    assert generations == {generation}, generations
+    assert all(m.alive() for m in everyone)
+    logs = _guard_logs(everyone)
+    assert len(logs) == 1, logs
+    assert "hostile-" in logs[0], logs
