@@ -79,7 +79,7 @@ class _LazyQueue:
         return item
 
     def heap_order(self) -> list[int]:
-        heap = JavaPriorityQueue(range(self._n), self._java_order(), indexed=True)
+        heap = JavaPriorityQueue(list(range(self._n)), self._java_order(), indexed=True)
         for polled, item in self._log:
             if polled:
                 heap.poll()

@@ -79,3 +79,14 @@ def test_uuid_hash_folds_the_halves(bits: int) -> None:
     folded = high ^ low
     assert uuid_hash(value) == int32((folded >> 32) ^ folded)
     assert process_id_hash(ProcessId(value)) == uuid_hash(value)
+
+
+@given(
+    st.integers(0, 2**31 - 1),
+    st.integers(0, 2**31 - 1),
+    st.one_of(st.none(), st.text(min_size=1, max_size=6)),
+)
+def test_task_id_hash_is_objects_hash(subtopology: int, partition: int, name: str | None) -> None:
+    task = TaskId(subtopology, partition, topology=name)
+    topology = None if name is None else string_hash(name)
+    assert task_id_hash(task) == objects_hash(subtopology, partition, topology)
