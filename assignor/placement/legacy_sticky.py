@@ -9,12 +9,12 @@ replica, to the least-loaded clients without the task.
 
 Kafka walks ``HashMap``/``HashSet`` orders here (previous owners, unassigned tasks, candidate
 clients), and those orders decide ties. We replay them with
-:mod:`assignor._java.java_hash`,
-assuming Kafka's sets of all tasks and of stateful tasks were filled in task order and the
-client map in the order given (which only matters for keys whose hashes share a bucket). Under
-those assumptions the result equals Java's; the conformance tests also check the invariants
-that do not depend on any order: each task active exactly once, standbys never beside their
-active, per-client balance, and stickiness at least Java's.
+:mod:`assignor._java.hash_table`, assuming Kafka's sets of all tasks and of stateful tasks
+were filled in task order and the client map in the order given (which only matters for keys
+whose hashes share a bucket). Under those assumptions the result equals Java's; the
+conformance tests also check the invariants that do not depend on any order: each task active
+exactly once, standbys never beside their active, per-client balance, and stickiness at least
+Java's.
 """
 
 from __future__ import annotations
@@ -24,15 +24,12 @@ import logging
 from collections.abc import Collection, Iterable, Mapping
 from operator import attrgetter
 
-from assignor._java.java_hash import (
+from assignor._java.hash_codes import int32, process_id_hash, spread, task_id_hash
+from assignor._java.hash_table import (
     JavaHashSet,
     buckets_stay_small,
     copy_capacity,
     grown_table_length,
-    int32,
-    process_hash,
-    spread_hash,
-    task_hash,
 )
 from assignor.config import AssignorConfig
 from assignor.placement.client_state import ClientState
@@ -87,16 +84,16 @@ class _Run:
         self.n_tasks = len(self.ordered_tasks)
         self.must_preserve_active = must_preserve_active
         # HashMap<ProcessId, ClientState>: iteration by hash bucket.
-        map_order = JavaHashSet(process_hash, clients)
+        map_order = JavaHashSet(process_id_hash, clients)
         self.pids = list(map_order)
         self.index = {pid: i for i, pid in enumerate(self.pids)}
         self.states = clients
         self.clients = [_Client(i, pid, clients[pid].capacity) for i, pid in enumerate(self.pids)]
-        self.spread = [spread_hash(process_hash(pid)) for pid in self.pids]
+        self.spread = [spread(process_id_hash(pid)) for pid in self.pids]
         self.map_length = map_order.table_length
         # Without tree bins the map iterates by bucket, then insertion: subsets can reuse that.
         self.map_plain = buckets_stay_small(
-            [spread_hash(process_hash(pid)) for pid in clients]
+            [spread(process_id_hash(pid)) for pid in clients]
         )
         self.orders_by_length: dict[int, list[int]] = {}
         # Kafka's minimum-load lookup (any client with more available capacity?) as a lazy heap.
@@ -118,7 +115,7 @@ class _Run:
 
     def _map_previous(self) -> None:
         """``mapPreviousTaskAssignment``: last previous-active owner wins, key order by hash."""
-        self.prev_active_keys: JavaHashSet[TaskId] = JavaHashSet(task_hash)
+        self.prev_active_keys: JavaHashSet[TaskId] = JavaHashSet(task_id_hash)
         self.prev_active: dict[TaskId, int] = {}
         self.prev_standby: dict[TaskId, JavaHashSet[ProcessId]] = {}
         for i, pid in enumerate(self.pids):
@@ -129,7 +126,7 @@ class _Run:
             for task in sorted(state.previous_standby, key=_SORT_KEY):
                 owners = self.prev_standby.get(task)
                 if owners is None:
-                    owners = self.prev_standby[task] = JavaHashSet(process_hash)
+                    owners = self.prev_standby[task] = JavaHashSet(process_id_hash)
                 owners.add(pid)
         # The copy Kafka makes of a task's previous standby owners, in its iteration order.
         self.prev_standby_copy: dict[int, list[int]] = {}
@@ -159,7 +156,7 @@ class _Run:
         map's length keeps them as they are.
         """
         if not buckets_stay_small([self.spread[i] for i in members], capacity):
-            chosen = JavaHashSet(process_hash, (self.pids[i] for i in members), capacity)
+            chosen = JavaHashSet(process_id_hash, (self.pids[i] for i in members), capacity)
             return [self.index[pid] for pid in chosen]
         length = grown_table_length(len(members), capacity)
         if in_map_order:
@@ -279,7 +276,7 @@ class _Run:
                 assigned.add(task)
 
         unassigned = JavaHashSet.copy_of(
-            task_hash, (self.ordered_tasks[r] for r in self.all_in_java_order)
+            task_id_hash, (self.ordered_tasks[r] for r in self.all_in_java_order)
         )
         assigned_ids = [self.ordered_tasks[r] for r in assigned]
         if len(unassigned) > len(assigned_ids):  # AbstractSet.removeAll picks a side by size
@@ -338,7 +335,7 @@ class _Run:
 
 
 def _task_set(tasks_in_order: Iterable[TaskId]) -> JavaHashSet[TaskId]:
-    return JavaHashSet(task_hash, tasks_in_order)
+    return JavaHashSet(task_id_hash, tasks_in_order)
 
 
 class LegacyStickyTaskAssignor:

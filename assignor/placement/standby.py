@@ -19,7 +19,8 @@ import bisect
 import logging
 from collections.abc import Mapping
 
-from assignor._java.priority_set import hash_iteration_order, spread, task_id_hash
+from assignor._java.hash_codes import spread, task_id_hash
+from assignor._java.hash_table import hash_set_order
 from assignor.placement.workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -163,9 +164,11 @@ def assign_standbys_tag_aware(ws: Workspace, replicas: int, rack_tags: tuple[str
         return
     clients.offer_all(everyone)
     # Kafka walks its HashMap<TaskId, Integer> of pending tasks: hash-table order of a map that
-    # once held every stateful task (entries are removed, the table never shrinks).
+    # once held every stateful task, whose placed tasks were removed in task order (the table
+    # never shrinks; in a tree bin a removal can reorder the rest).
     hashes = [spread(task_id_hash(ws.tasks[t])) for t in ws.stateful]
-    order = [ws.stateful[i] for i in hash_iteration_order(hashes)]
+    placed = [i for i, t in enumerate(ws.stateful) if t not in remaining_by_task]
+    order = [ws.stateful[i] for i in hash_set_order(hashes, ws.stateful, removed=placed)]
     for task in order:
         pending = remaining_by_task.get(task)
         if pending is not None:

@@ -9,19 +9,16 @@ out per rebalance, shared by both kinds of movement.
 
 Kafka keeps the candidate clients in a priority queue whose weights change while clients sit in
 it, so its picks depend on the queue's array layout;
-:mod:`assignor._java.priority_set` reproduces that.
+:mod:`assignor.placement.constrained_priority_set` reproduces that.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from assignor._java.priority_set import (
-    ConstrainedPrioritySet,
-    JavaHeap,
-    spread,
-    uuid_hash,
-)
+from assignor._java.hash_codes import process_id_hash, spread
+from assignor._java.priority_queue import JavaPriorityQueue
+from assignor.placement.constrained_priority_set import ConstrainedPrioritySet
 from assignor.placement.lags import is_caught_up
 from assignor.placement.workspace import Workspace
 
@@ -134,7 +131,7 @@ class Budget:
 
 
 def _client_set(ws: Workspace) -> ConstrainedPrioritySet:
-    return ConstrainedPrioritySet(ws.keys, [spread(uuid_hash(p)) for p in ws.pids])
+    return ConstrainedPrioritySet(ws.keys, [spread(process_id_hash(p)) for p in ws.pids])
 
 
 def _poll(
@@ -151,8 +148,8 @@ def _poll(
     return clients.poll(lambda c: caught.is_caught_up(c, task) and extra(c))
 
 
-def _movement_queue(keys: list[tuple[int, int]]) -> JavaHeap:
-    return JavaHeap(keys)
+def _movement_queue(keys: list[tuple[int, int]]) -> JavaPriorityQueue:
+    return JavaPriorityQueue(keys)
 
 
 def assign_active_movements(
@@ -173,8 +170,8 @@ def assign_active_movements(
 
     needed = len(moves)
     standby = ws.standby
-    while queue.queue:
-        task, destination = moves[queue.poll()]
+    while (head := queue.poll()) is not None:
+        task, destination = moves[head]
 
         def has_standby(c: int, t: int = task) -> bool:
             return t in standby[c]
@@ -228,8 +225,8 @@ def assign_standby_movements(
     moved = 0
     active = ws.active
     standby = ws.standby
-    while queue.queue:
-        task, destination = moves[queue.poll()]
+    while (head := queue.poll()) is not None:
+        task, destination = moves[head]
 
         def eligible(c: int, t: int = task) -> bool:
             return t not in active[c] and t not in standby[c]

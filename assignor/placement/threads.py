@@ -9,8 +9,8 @@ previous owner still at the floor, then to the threads at the floor in order.
 
 That last hand-out walks Java's ``PriorityQueue`` in its internal heap order, and the queue is
 built from a ``HashSet`` for actives. To give Kafka's exact answer we replay both structures
-(:mod:`assignor._java.java_hash`); the conformance tests compare with the real Java
-method.
+(:mod:`assignor._java.hash_table`, :mod:`assignor._java.priority_queue`); the conformance
+tests compare with the real Java method.
 """
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ from functools import partial
 from operator import attrgetter
 from typing import Protocol
 
-from assignor._java.java_hash import JavaHashSet, JavaPriorityQueue, task_hash
+from assignor._java.hash_codes import task_id_hash
+from assignor._java.hash_table import JavaHashSet
+from assignor._java.priority_queue import JavaPriorityQueue
 from protocol.ids import TaskId, java_string_key
 
 _SORT_KEY = attrgetter("sort_key")  # Kafka's TaskId.compareTo
@@ -77,7 +79,7 @@ class _LazyQueue:
         return item
 
     def heap_order(self) -> list[int]:
-        heap = JavaPriorityQueue(self._java_order())
+        heap = JavaPriorityQueue(list(range(self._n)), self._java_order(), indexed=True)
         for polled, item in self._log:
             if polled:
                 heap.poll()
@@ -184,7 +186,7 @@ def _assign_pass(
 
 
 def _hash_set_of_sorted(ordered: list[TaskId]) -> list[TaskId]:
-    return list(JavaHashSet(task_hash, ordered))
+    return list(JavaHashSet(task_id_hash, ordered, sort_key=_SORT_KEY))
 
 
 def java_hash_set_order(tasks: Iterable[TaskId]) -> list[TaskId]:
@@ -192,7 +194,8 @@ def java_hash_set_order(tasks: Iterable[TaskId]) -> list[TaskId]:
     sorted set): what Kafka hands the active passes."""
     tasks = list(tasks)
     _check_comparable(tasks)
-    return list(JavaHashSet(task_hash, sorted(tasks, key=_SORT_KEY)))
+    ordered = sorted(tasks, key=_SORT_KEY)
+    return list(JavaHashSet(task_id_hash, ordered, sort_key=_SORT_KEY))
 
 
 @dataclass(frozen=True, slots=True)

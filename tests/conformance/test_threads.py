@@ -14,11 +14,10 @@ import random
 import uuid
 from typing import Any
 
-from assignor._java.java_hash import JavaHashSet, JavaPriorityQueue, process_hash, task_hash
 from assignor.placement.client_state import prev_tasks_by_lag
 from assignor.placement.lags import task_lag
 from assignor.placement.threads import distribute_tasks
-from protocol.ids import ProcessId, TaskId
+from protocol.ids import TaskId
 from protocol.messages import LATEST_OFFSET, UNKNOWN_OFFSET_SUM
 from tests.support.jvm import HarnessError, JavaHarness
 
@@ -132,63 +131,3 @@ def test_threads_equal_java(java_harness: JavaHarness, conformance_scenarios: in
         f"{len(mismatches)} of {len(seeds)} thread distributions differ from Java "
         f"(rerun one with THREADS_SEED=<seed>):\n" + "\n".join(mismatches[:10])
     )
-
-
-def test_java_hash_set_and_priority_queue_orders(java_harness: JavaHarness) -> None:
-    """The HashSet / PriorityQueue replay against the JDK, incl. tree bins and removals."""
-    requests: list[dict[str, Any]] = []
-    expected: list[dict[str, list[str]]] = []
-    for seed in range(300):
-        rng = random.Random(seed)
-        tasks = _tasks(rng)
-        rng.shuffle(tasks)
-        presized = rng.random() < 0.5
-        removed = [t for t in tasks if rng.random() < 0.3]
-        via_iterator = {t for t in tasks if rng.random() < 0.2}
-        as_set = (
-            JavaHashSet.copy_of(task_hash, tasks) if presized else JavaHashSet(task_hash, tasks)
-        )
-        for t in tasks:
-            as_set.add(t)  # addAll after the copy constructor, as the op does
-        for t in removed:
-            as_set.discard(t)
-        for t in list(as_set):
-            if t in via_iterator:
-                as_set.discard(t, movable=False)
-        order = list(as_set)
-        rank = {t: i for i, t in enumerate(sorted(order))}
-        queue = JavaPriorityQueue(rank[t] for t in order)
-        polls = rng.randrange(len(order) + 1)
-        for _ in range(polls):
-            queue.poll()
-        pq_removed = [t for t in order if rng.random() < 0.3]
-        for t in pq_removed:
-            queue.remove(rank[t])
-        by_rank = sorted(order)
-        requests.append({
-            "kind": "task", "items": [str(t) for t in tasks], "presized": presized,
-            "remove": [str(t) for t in removed], "poll": polls,
-            "iter_remove": sorted(str(t) for t in via_iterator),
-            "pq_remove": [str(t) for t in pq_removed],
-        })
-        expected.append({"set": [str(t) for t in order], "queue": [str(by_rank[r]) for r in queue]})
-    for seed in range(100):
-        rng = random.Random(10_000 + seed)
-        count = rng.randint(1, 200)
-        processes = [ProcessId(uuid.UUID(int=rng.getrandbits(128))) for _ in range(count)]
-        removed_p = [p for p in processes if rng.random() < 0.3]
-        pset = JavaHashSet(process_hash, processes)
-        for p in removed_p:
-            pset.discard(p)
-        requests.append({
-            "kind": "process", "items": [str(p) for p in processes],
-            "remove": [str(p) for p in removed_p],
-        })
-        expected.append({"set": [str(p) for p in pset]})
-    answers = java_harness.call_many("java_order", requests)
-    bad = [
-        f"case {i}: java={a} python={e}"
-        for i, (a, e) in enumerate(zip(answers, expected, strict=True))
-        if a != e
-    ]
-    assert not bad, f"{len(bad)} orders differ from the JDK:\n" + "\n".join(bad[:5])

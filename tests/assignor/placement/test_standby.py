@@ -8,7 +8,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from assignor._java.priority_set import hash_iteration_order, spread, task_id_hash, uuid_hash
 from assignor.config import AssignorConfig
 from assignor.placement.client_state import ClientState
 from assignor.placement.high_availability import HighAvailabilityTaskAssignor
@@ -122,14 +121,3 @@ def test_every_task_gets_its_replicas_when_clients_suffice(
         holders = [p for p, c in result.clients.items() if task in c.standby]
         assert len(holders) == min(replicas, n_clients - 1)
         assert not any(task in result.clients[p].active for p in holders)
-
-
-def test_java_hash_orders() -> None:
-    assert uuid_hash(ProcessId.for_int(1)) == 1
-    assert uuid_hash(ProcessId.from_halves(-1, 0)) == 0  # (int)(-1 >> 32) ^ (int)-1 = -1 ^ -1
-    assert uuid_hash(ProcessId.from_halves(0x0000000100000000, 5)) == 4
-    assert task_id_hash(TaskId(0, 0)) == 29791
-    assert task_id_hash(TaskId(1, 2)) == 29791 + 961 + 62
-    # Java's HashSet of Integer-like hashes 17, 1, 33 (table of 16): buckets 1, 1, 1 -> insertion
-    assert hash_iteration_order([spread(17), spread(1), spread(33)]) == [0, 1, 2]
-    assert hash_iteration_order([spread(5), spread(3), spread(20)]) == [1, 2, 0]
