@@ -7,12 +7,17 @@ endpoints) form a stable group; then a third joins that lies about itself:
   configuration). Kafka Streams' leader would serve both under one client and one endpoint,
   and the consumers whose endpoint is missing would ask for a rebalance every generation;
 - ``version-liar``: its consumers send subscription version 1 at every join while declaring
-  version 3 supported. Kafka's version probing would make every member rejoin every generation.
+  version 3 supported. Kafka's version probing would make every member rejoin every generation;
+- ``flood``: its consumers send a well-formed subscription carrying 100,000 task offset sums, past
+  the codec's limit of 65,536 (what one member can legitimately report) but small enough (200 KB)
+  for the broker's group record. Before the limits followed from what is legitimate, a leader
+  decoded such floods inside ``assign()`` for seconds to a minute, missed its heartbeats and the
+  group never settled.
 
 Within a bounded time the group must reach one generation in which every task is active exactly
 once among the honest consumers and the hostile one holds an ASSIGNMENT_ERROR; that generation
 must last (no further rebalance during many heartbeats), and the leader must log the hostile
-process once. The hostile factories live here: ``member_proc --assignor
+process (once, for the guard's refusals). The hostile factories live here: ``member_proc --assignor
 tests.integration.test_hostile_member:hostile``.
 """
 
@@ -25,6 +30,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import msgpack
 import pytest
 
 from assignor import StreamsPartitionAssignor
@@ -59,6 +65,19 @@ def hostile(ctx: MemberContext) -> Any:
     clone_of = ctx.config.get("clone_of")
     if clone_of:
         assignor.process.process_id = ProcessId(uuid.UUID(str(clone_of)))
+    flood = ctx.config.get("flood_offset_sums")
+    if flood:
+        honest_user_data = assignor.metadata
+
+        def flooded(topics: Any) -> Any:
+            metadata = honest_user_data(topics)
+            items = msgpack.unpackb(metadata.user_data, raw=False, strict_map_key=False)
+            # field 5 holds the offset sums: [[topology, subtopology, delta, sum, delta, sum...]]
+            items[5] = [[None, 0, 0, 5] + [1, 5] * (int(flood) - 1)]
+            metadata.user_data = msgpack.packb(items, use_bin_type=True)
+            return metadata
+
+        assignor.metadata = flooded  # type: ignore[method-assign]
     stuck = ctx.config.get("stuck_at_version")
     if stuck is not None:
         honest_metadata = assignor.metadata
@@ -100,7 +119,15 @@ def _guard_logs(members: list[MemberProcess]) -> list[str]:
     ]
 
 
-@pytest.mark.parametrize("lie", ["clone", "version-liar"])
+def _refusal_logs(members: list[MemberProcess]) -> list[str]:
+    """The leader's lines about subscriptions it could not read."""
+    return [
+        e["message"] for m in members for e in m.events
+        if e["event"] == "log" and "cannot be read" in e.get("message", "")
+    ]
+
+
+@pytest.mark.parametrize("lie", ["clone", "version-liar", "flood"])
 async def test_one_hostile_process_among_three_does_not_stop_the_group_settling(
     lie: str,
     kafka_bootstrap: str,
@@ -133,7 +160,11 @@ async def test_one_hostile_process_among_three_does_not_stop_the_group_settling(
     infos = _infos(honest)
     victim_pid = next(info["process_id"] for (name, _), info in infos.items() if name == "p1")
 
-    lie_config = {"clone_of": victim_pid} if lie == "clone" else {"stuck_at_version": 1}
+    lie_config: dict[str, Any] = {
+        "clone": {"clone_of": victim_pid},
+        "version-liar": {"stuck_at_version": 1},
+        "flood": {"flood_offset_sums": 100_000},
+    }[lie]
     bad = spawn(kafka_bootstrap, group, topics, consumers=2, name="hostile", assignor=HOSTILE,
                 assignor_config=config(7199, **lie_config))
     everyone = [*honest, bad]
@@ -161,6 +192,11 @@ async def test_one_hostile_process_among_three_does_not_stop_the_group_settling(
     generations, _ = current_assignment(everyone)
     assert generations == {generation}, generations
     assert all(m.alive() for m in everyone)
-    logs = _guard_logs(everyone)
-    assert len(logs) == 1, logs
-    assert "hostile-" in logs[0], logs
+    if lie == "flood":
+        refusals = _refusal_logs(everyone)
+        assert refusals and all("task_offset_sums" in line for line in refusals), refusals
+        assert all(len(line) < 1000 for line in refusals), "error messages are capped"
+    else:
+        logs = _guard_logs(everyone)
+        assert len(logs) == 1, logs
+        assert "hostile-" in logs[0], logs
