@@ -25,8 +25,6 @@ from operator import attrgetter
 import msgpack
 
 from protocol._limits import (
-    INT32_MAX,
-    INT64_MAX,
     MAX_HOST_MAP_PARTITIONS,
     MAX_HOSTS,
     MAX_MEMBER_TASKS,
@@ -48,13 +46,12 @@ from protocol._read import (
     task_id,
     topic_partition,
 )
-from protocol.ids import HostInfo, TaskId, TopicPartition
-from protocol.messages import NO_FOLLOWUP_REBALANCE, AssignmentInfo
+from protocol.ids import INT32_MAX, INT64_MAX, HostInfo, TaskId, TopicPartition
+from protocol.messages import NAMED_TOPOLOGY_VERSION, NO_FOLLOWUP_REBALANCE, AssignmentInfo
 
 #: Number of top-level fields per version.
 FIELDS = {1: 8, 2: 10, 3: 11}
 #: First version that carries named-topology task ids.
-NAMED_TOPOLOGY_VERSION = 3
 
 HostMap = Mapping[HostInfo, frozenset[TopicPartition]]
 _TOPIC = attrgetter("topic")
@@ -146,7 +143,8 @@ def encode(info: AssignmentInfo, version: int, hosts: HostSection) -> bytes:
         MAX_MEMBER_TASKS,
     )
     check_count(
-        sum(map(len, info.standby_tasks.values())), "standby_tasks partitions",
+        sum(map(len, info.standby_tasks.values())),
+        "standby_tasks partitions",
         MAX_STANDBY_PARTITIONS,
     )
 
@@ -275,8 +273,7 @@ def _read_task(
         if type(k) is not int or not 0 <= k <= len(topologies):
             fail(
                 f"{where}.topology",
-                f"{quote(k)} is not 0 or an index into the {len(topologies)} topologies "
-                "(plus one)",
+                f"{quote(k)} is not 0 or an index into the {len(topologies)} topologies (plus one)",
             )
         topology = topologies[k - 1] if k else None
         at += 1

@@ -89,9 +89,6 @@ PROCESS_ID_BYTES: Final = 16
 #: Longest quotation of a received value in an error message, in characters.
 MAX_QUOTE_CHARS: Final = 100
 
-INT32_MAX: Final = 2**31 - 1
-INT64_MAX: Final = 2**63 - 1
-
 
 def check_wire_str(value: str, field: str, *, allow_empty: bool = False) -> str:
     """Writers refuse what readers would refuse: empty strings or ones over the byte limit."""

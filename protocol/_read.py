@@ -14,7 +14,6 @@ from typing import Final, NoReturn
 import msgpack
 
 from protocol._limits import (
-    INT32_MAX,
     MAX_PAYLOAD_BYTES,
     MAX_QUOTE_CHARS,
     MAX_STRING_BYTES,
@@ -22,6 +21,7 @@ from protocol._limits import (
 )
 from protocol.errors import AssignorError, ProtocolError, shorten
 from protocol.ids import (
+    INT32_MAX,
     HostInfo,
     ProcessId,
     TaskId,

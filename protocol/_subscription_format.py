@@ -19,8 +19,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from protocol._limits import (
-    INT32_MAX,
-    INT64_MAX,
     MAX_CLIENT_TAGS,
     MAX_OFFSET_SUMS,
     check_count,
@@ -38,13 +36,12 @@ from protocol._read import (
     task_id,
 )
 from protocol.errors import AssignorError
-from protocol.ids import HostInfo, TaskId
-from protocol.messages import SubscriptionInfo
+from protocol.ids import INT32_MAX, INT64_MAX, HostInfo, TaskId
+from protocol.messages import NAMED_TOPOLOGY_VERSION, SubscriptionInfo
 
 #: Number of top-level fields per version.
 FIELDS = {1: 6, 2: 8, 3: 11}
 #: First version that carries named-topology task ids.
-NAMED_TOPOLOGY_VERSION = 3
 
 
 def encode(info: SubscriptionInfo, version: int) -> list[object]:

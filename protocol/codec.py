@@ -38,7 +38,10 @@ from typing import Final, Literal, cast
 import msgpack
 
 from protocol import _assignment_format, _subscription_format
-from protocol._limits import INT32_MAX, MAX_ASSIGNMENT_BYTES, MAX_SUBSCRIPTION_BYTES
+from protocol._limits import (
+    MAX_ASSIGNMENT_BYTES,
+    MAX_SUBSCRIPTION_BYTES,
+)
 from protocol._read import (
     KIND_ASSIGNMENT,
     KIND_NAMES,
@@ -49,6 +52,7 @@ from protocol._read import (
     read_header,
 )
 from protocol.errors import MAX_PROBLEM_CHARS, ProtocolError, shorten
+from protocol.ids import INT32_MAX
 from protocol.messages import (
     HEADER_ERROR_CODE_VERSION,
     AssignmentInfo,

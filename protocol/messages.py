@@ -12,19 +12,21 @@ from typing import Annotated, Final, Self
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from protocol.errors import AssignorError
-from protocol.ids import HostInfo, ProcessId, TaskId, TopicPartition
+from protocol.ids import INT32_MAX, INT64_MAX, HostInfo, ProcessId, TaskId, TopicPartition
 
 #: Kafka's ``Task.LATEST_OFFSET``: the member runs this task as active right now.
 LATEST_OFFSET: Final = -2
 #: Kafka's ``SubscriptionInfo.UNKNOWN_OFFSET_SUM``: the member has state of unknown position.
 UNKNOWN_OFFSET_SUM: Final = -3
 #: Kafka's ``Long.MAX_VALUE`` in ``nextRebalanceMs``: no follow-up rebalance is scheduled.
-NO_FOLLOWUP_REBALANCE: Final = 2**63 - 1
+NO_FOLLOWUP_REBALANCE: Final = INT64_MAX
+#: The first version (of both messages) that carries tasks of named topologies.
+NAMED_TOPOLOGY_VERSION: Final = 3
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
-Version = Annotated[int, Field(ge=1, le=2**31 - 1)]
-OffsetSum = Annotated[int, Field(ge=UNKNOWN_OFFSET_SUM, le=2**63 - 1)]
+Version = Annotated[int, Field(ge=1, le=INT32_MAX)]
+OffsetSum = Annotated[int, Field(ge=UNKNOWN_OFFSET_SUM, le=INT64_MAX)]
 
 
 #: First version that keeps its error code right after the kind marker (see ``VersionHeader``).
@@ -46,7 +48,7 @@ class VersionHeader(BaseModel):
     latest_supported_version: Version
     #: the payload's error code as sent: a newer build may know codes this one does not, so it
     #: stays an int (compare with ``AssignorError`` members); None below version 4 (not carried)
-    error_code: int | None = Field(default=None, ge=0, le=2**31 - 1)
+    error_code: int | None = Field(default=None, ge=0, le=INT32_MAX)
 
 
 class SubscriptionInfo(BaseModel):
@@ -97,14 +99,12 @@ class AssignmentInfo(BaseModel):
     commonly_supported_version: Version
     active_tasks: tuple[TaskId, ...] = ()
     standby_tasks: Mapping[TaskId, tuple[TopicPartition, ...]] = Field(default_factory=dict)
-    partitions_by_host: Mapping[HostInfo, frozenset[TopicPartition]] = Field(
-        default_factory=dict
-    )
+    partitions_by_host: Mapping[HostInfo, frozenset[TopicPartition]] = Field(default_factory=dict)
     standby_partitions_by_host: Mapping[HostInfo, frozenset[TopicPartition]] = Field(
         default_factory=dict
     )
     error_code: AssignorError = AssignorError.NONE
-    next_rebalance_ms: int = Field(default=NO_FOLLOWUP_REBALANCE, ge=0, le=2**63 - 1)
+    next_rebalance_ms: int = Field(default=NO_FOLLOWUP_REBALANCE, ge=0, le=INT64_MAX)
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:

@@ -13,6 +13,7 @@ import asyncio
 from dataclasses import dataclass
 from enum import Enum
 
+from protocol.ids import INT32_MAX
 from simulator.shim.errors import ErrorCode
 from simulator.shim.requests import JoinGroupResponse, Protocols, SyncGroupResponse
 
@@ -27,7 +28,7 @@ class CoordinatorConfig:
     min_session_timeout_ms: int = 6000
     max_session_timeout_ms: int = 1_800_000
     new_member_join_timeout_ms: int = 300_000
-    max_group_size: int = 2**31 - 1
+    max_group_size: int = INT32_MAX
 
 
 class GroupState(Enum):
