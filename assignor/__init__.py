@@ -29,13 +29,8 @@ from assignor.adapter.metrics import RebalanceMetrics
 from assignor.adapter.state_directory import StateDirectory, StateDirectoryError
 from assignor.config import AssignorConfig, UnknownConfigError
 from assignor.leader.explain import Placement, RebalanceSummary, explain, summarize
-from assignor.leader.pipeline import (
-    GroupInput,
-    LeaderResult,
-    MemberResult,
-    MemberSubscription,
-    assign_group,
-)
+from assignor.leader.model import GroupInput, LeaderResult, MemberResult, MemberSubscription
+from assignor.leader.pipeline import assign_group
 from assignor.member import MemberAssignment, TaskChanges
 from assignor.placement.client_state import ClientState, build_client_state
 from assignor.placement.fallback_prior import FallbackPriorTaskAssignor

@@ -8,10 +8,10 @@ around them: the process's local state (``state()`` provider, backed by
 aiokafka's rebalance listener would refresh before each join) and the events of the timeline.
 aiokafka's peers (round-robin, sticky) run in the same members instead of ours.
 
-Each consumer's assignor is wrapped in :class:`_HostedAssignor`, which forwards every call
-unchanged and observes it: ``metadata()`` marks the start of the member's rebalance (eager
-protocol: its tasks stop) and refreshes the end-offset snapshot, ``assign()`` records the
-leader's decision, ``on_assignment()`` hands the thread its tasks.
+Each consumer's assignor is hosted in a :class:`~simulator.hosting.HostedAssignor`, which
+forwards every call unchanged and tells this replay what it saw (``simulator.hosting``); the
+leader's decisions are read back in ``simulator.decisions``, the rows built from what was
+recorded in ``simulator.summary``.
 
 A run ends when the group is stable (no rebalance pending, no follow-up scheduled, every task
 processed by a caught-up owner) or at the scenario's bounds (``bounds.settle_s`` virtual seconds
@@ -21,39 +21,40 @@ after the last event, ``bounds.max_rebalances`` generations): a non-convergence,
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType, SimpleNamespace
+from types import MappingProxyType
 from typing import Any
 
 from aiokafka.cluster import ClusterMetadata
-from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
-from aiokafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
-from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment
 
 from assignor.adapter.process import (
     DEFAULT_END_OFFSETS_MAX_AGE_MS,
     StreamsProcess,
     derive_process_id,
 )
-from assignor.adapter.streams_assignor import StreamsPartitionAssignor
-from assignor.topology.internal_topics import InternalTopics, size_internal_topics
 from assignor.topology.model import Topology
-from assignor.topology.tasks import TaskLayout, plan_tasks
+from assignor.topology.tasks import TaskLayout
 from protocol.codec import Codec
 from protocol.ids import HostInfo, ProcessId, TaskId, TopicPartition
+from simulator.decisions import Decision, read_decision
+from simulator.hosting import (
+    HostedAssignor,
+    SimulatedProcess,
+    crash,
+    peer_assignor,
+    start_member,
+    stop_member,
+)
+from simulator.layout import cluster_layout
 from simulator.metrics import (
     Ownership,
     RebalanceRow,
     ScenarioRow,
     Thread,
     Violation,
-    check_invariants,
-    ownership_from_partitions,
-    percentile,
 )
 from simulator.scenarios import (
     OUR_ASSIGNORS,
@@ -76,16 +77,14 @@ from simulator.shim import (
     Journal,
     ShimMember,
     VirtualClock,
-    make_cluster,
 )
 from simulator.state import StateModel
+from simulator.summary import rebalance_history, scenario_row
 
 #: Namespace of the process ids of dynamic simulated processes (static ones use the adapter's).
 _SIM_NAMESPACE = uuid.UUID("0b5e6c1e-7d4a-5c57-8a8e-51a1c0de0013")
 #: Longest virtual sleep while waiting for the group to settle: bounds how stale a check is.
 _POLL_S = 5.0
-#: Turns of the event loop (no virtual time passes) given to a member before and while it crashes.
-_YIELDS = 20
 #: The shim's journal keeps this many events (records are always all kept).
 _MAX_EVENTS = 20_000
 
@@ -99,158 +98,6 @@ class ReplayResult:
     summary: ScenarioRow
     violations: list[Violation]
     journal: Journal = field(repr=False, compare=False)
-
-
-@dataclass(slots=True)
-class _Decision:
-    """What the leader decided in one generation (recorded inside ``assign()``)."""
-
-    generation: int
-    leader: Thread
-    ownership: Ownership
-    assignor: str
-    protocol_version: int | None
-    warmups: int
-    followup: str
-    assign_wall_ms: float
-    restore_records: int
-    members: int
-    processes: int
-    #: the tasks that existed when the leader decided (partitions may be added later)
-    tasks: tuple[TaskId, ...]
-
-
-class _Sim:
-    """One simulated process: its spec, its current incarnation and its consumers."""
-
-    def __init__(self, spec: ProcessSpec) -> None:
-        self.spec = spec
-        self.version = spec.protocol_version
-        self.members: list[ShimMember] = []
-        self.hosted: list[_HostedAssignor] = []
-        self.process: StreamsProcess | None = None
-        self.up = False
-        #: bumped when the disk is wiped: a dynamic process id lives in the state directory
-        self.disk_generation = 0
-
-    @property
-    def name(self) -> str:
-        return self.spec.name
-
-
-class _HostedAssignor:
-    """Forwards aiokafka's assignor calls unchanged; observes them for the simulation."""
-
-    def __init__(self, replay: Replay, sim: _Sim, thread: int, inner: Any) -> None:
-        self._replay = replay
-        self._sim = sim
-        self._thread = thread
-        self.inner = inner
-        self.member: ShimMember | None = None
-        self.name: str = inner.name
-        self._followup: asyncio.TimerHandle | None = None
-
-    def metadata(self, topics: Iterable[str]) -> Any:
-        replay = self._replay
-        replay.advance()
-        replay.state.stop(self._sim.name, self._thread)
-        process = self._sim.process
-        if process is not None:
-            replay.refresh_end_offsets(process)
-        return self.inner.metadata(topics)
-
-    def assign(self, cluster: ClusterMetadata, members: Mapping[str, Any]) -> Mapping[str, Any]:
-        began = time.perf_counter()
-        answers = self.inner.assign(cluster, members)
-        elapsed_ms = (time.perf_counter() - began) * 1000.0
-        assert self.member is not None
-        self._replay.record_decision(self, self.member.generation, members, answers, elapsed_ms)
-        return answers  # type: ignore[no-any-return]
-
-    def on_assignment(self, assignment: ConsumerProtocolMemberAssignment) -> None:
-        replay = self._replay
-        replay.advance()
-        self.inner.on_assignment(assignment)
-        inner = self.inner
-        if isinstance(inner, StreamsPartitionAssignor):
-            received = inner.last_assignment
-            assert received is not None
-            active: Iterable[TaskId] = received.active_tasks
-            standby: Iterable[TaskId] = received.standby_tasks
-            self._reschedule_followup(inner)
-        else:
-            owned = ownership_from_partitions(
-                {(self._sim.name, self._thread): assignment.partitions()}, replay.layout.tasks
-            )
-            active, standby = owned.active[(self._sim.name, self._thread)], ()
-        replay.state.assign(self._sim.name, self._thread, active, standby)
-
-    def _reschedule_followup(self, inner: StreamsPartitionAssignor) -> None:
-        """Move the adapter's follow-up onto virtual time.
-
-        ``FollowupScheduler`` computes its delay against ``time.time()`` (wall clock) while the
-        deadline comes from the process's clock (virtual here), so on the virtual clock every
-        follow-up would fire at once. Take the deadline, cancel its timer, keep our own.
-        """
-        if self._followup is not None:
-            self._followup.cancel()
-            self._followup = None
-        at_ms = inner.followups.scheduled_at_ms
-        if at_ms is None:
-            return
-        inner.followups.cancel()
-        clock = self._replay.clock
-        member = self.member
-        assert member is not None
-        delay = max(0.0, at_ms / 1000.0 - clock.time())
-
-        def fire() -> None:
-            self._followup = None
-            if member.running:
-                member.request_rejoin()
-
-        self._followup = clock.call_later(delay, fire)
-
-    @property
-    def followup_pending(self) -> bool:
-        return self._followup is not None
-
-    def cancel_followup(self) -> None:
-        if self._followup is not None:
-            self._followup.cancel()
-            self._followup = None
-
-
-async def _stop_member(member: ShimMember, *, graceful: bool) -> None:
-    """``member.close()`` or ``member.crash()``, working around a shim race (reported): when the
-    cancellation of the member's loop arrives while that loop awaits its own heartbeat task
-    inside ``_stop_heartbeat`` (a rejoin requested at this very instant),
-    ``suppress(CancelledError)`` swallows it, the loop joins again and the stop waits for it
-    forever. Letting the ready callbacks run first takes the loop past that point; if a cancel
-    is still swallowed, it is delivered again (a bounded number of times; no virtual time
-    passes)."""
-    for _ in range(_YIELDS):
-        await asyncio.sleep(0)
-    stopping = asyncio.ensure_future(member.close() if graceful else member.crash())
-    for _ in range(_YIELDS):
-        if stopping.done():
-            break
-        await asyncio.sleep(0)
-        loop_task = getattr(member, "_task", None)
-        if loop_task is not None and not loop_task.done():
-            loop_task.cancel()
-    await stopping
-
-
-async def _crash(member: ShimMember) -> None:
-    await _stop_member(member, graceful=False)
-
-
-def _peer_assignor(name: str, member_name: str) -> Any:
-    if name == "roundrobin":
-        return RoundRobinPartitionAssignor
-    # aiokafka's sticky assignor keeps its state on the class (aio-libs/aiokafka#1175)
-    return type(f"Sticky_{member_name}", (StickyPartitionAssignor,), {})
 
 
 class Replay:
@@ -273,8 +120,8 @@ class Replay:
             self.journal,
         )
         self.state = StateModel(scenario.dynamics, self.layout.tasks, self.layout.stateful)
-        self.sims = {spec.name: _Sim(spec) for spec in scenario.processes}
-        self.decisions: dict[int, _Decision] = {}
+        self.sims = {spec.name: SimulatedProcess(spec) for spec in scenario.processes}
+        self.decisions: dict[int, Decision] = {}
         self._snapshot: tuple[tuple[int, int], Mapping[TopicPartition, int]] | None = None
         self._threads_by_client: dict[str, Thread] = {
             f"{spec.name}-{thread}": (spec.name, thread)
@@ -288,27 +135,15 @@ class Replay:
 
     # -- world --------------------------------------------------------------------------------
     def _layout(self) -> tuple[TaskLayout, ClusterMetadata]:
-        """Tasks and cluster metadata for the current partition counts, internal topics sized
-        as ``ensure_internal_topics`` would. If the counts cannot be sized (a copartitioned
-        topic grew alone) the cluster gets the new counts and the old internal topics, the task
-        layout stays: the leader meets the problem itself, as Kafka's would."""
-        sizing = size_internal_topics(self.topology, self.partitions)
-        if not isinstance(sizing, InternalTopics):
-            previous = getattr(self, "layout", None)
-            if previous is None:
-                raise ValueError(f"scenario {self.scenario.name}: {sizing.message}")
-            self.notes.append(f"partitions {self.partitions} cannot be sized: {sizing.message}")
-            topics = {tp.topic: 0 for tps in previous.tasks.values() for tp in tps}
-            for tps in previous.tasks.values():
-                for tp in tps:
-                    topics[tp.topic] = max(topics[tp.topic], tp.partition + 1)
-            topics.update(self.partitions)
-            topics.update(previous.changelog_counts)
-            return previous, make_cluster(topics)
-        layout = plan_tasks(self.topology, sizing.source_partitions)
-        topics = dict(sizing.source_partitions)
-        topics.update(layout.changelog_counts)
-        return layout, make_cluster(topics)
+        """Tasks and cluster metadata for the current partition counts (``simulator.layout``);
+        counts that cannot be sized keep the previous layout, with a note in the summary."""
+        previous = getattr(self, "layout", None)
+        layout, cluster, problem = cluster_layout(
+            self.topology, self.partitions, previous, scenario=self.scenario.name
+        )
+        if problem:
+            self.notes.append(problem)
+        return layout, cluster
 
     def _initial_behind(self, spec: ProcessSpec) -> dict[TaskId, float]:
         if spec.initial_state == "empty":
@@ -340,13 +175,13 @@ class Replay:
         process.end_offsets_fetched_at_ms = now_ms
 
     # -- processes ----------------------------------------------------------------------------
-    def _process_id(self, sim: _Sim) -> ProcessId:
+    def _process_id(self, sim: SimulatedProcess) -> ProcessId:
         if sim.spec.static:
             return derive_process_id(self.topology.application_id, sim.name)
         key = f"{self.scenario.seed}\x00{sim.name}\x00{sim.disk_generation}"
         return ProcessId(uuid.uuid5(_SIM_NAMESPACE, key))
 
-    def start(self, sim: _Sim) -> None:
+    def start(self, sim: SimulatedProcess) -> None:
         """A new incarnation of the process: fresh memory, its disk as the state model has it."""
         if sim.up:
             return
@@ -376,12 +211,12 @@ class Replay:
             if sim.process is not None:
                 inner: Any = sim.process.new_assignor()
             else:
-                inner = _peer_assignor(self.scenario.assignor, f"{sim.name}_{thread}")
-            hosted = _HostedAssignor(self, sim, thread, inner)
+                inner = peer_assignor(self.scenario.assignor, f"{sim.name}_{thread}")
+            hosted = HostedAssignor(self, sim, thread, inner)
             sim.hosted.append(hosted)
             sim.members.append(self._member(hosted, f"{sim.name}-{thread}", instance))
 
-    async def stop(self, sim: _Sim, *, graceful: bool, wipe: bool = False) -> None:
+    async def stop(self, sim: SimulatedProcess, *, graceful: bool, wipe: bool = False) -> None:
         """The process goes away: cleanly (LeaveGroup if dynamic) or killed; disk kept or not."""
         if not sim.up:
             return
@@ -390,7 +225,7 @@ class Replay:
         for hosted in sim.hosted:
             hosted.cancel_followup()
         for member in sim.members:
-            await _stop_member(member, graceful=graceful)
+            await stop_member(member, graceful=graceful)
         if sim.process is not None:
             await sim.process.close()
         self.advance()
@@ -398,7 +233,7 @@ class Replay:
         if wipe:
             sim.disk_generation += 1
 
-    async def pause(self, sim: _Sim, duration_s: float) -> None:
+    async def pause(self, sim: SimulatedProcess, duration_s: float) -> None:
         """No heartbeats and no processing for ``duration_s``, then the same process resumes
         (same StreamsProcess and assignors, memory intact) with new consumer sessions.
 
@@ -411,7 +246,7 @@ class Replay:
             return
         self.advance()
         for member in sim.members:
-            await _crash(member)
+            await crash(member)
         self.state.stop(sim.name)
         await self.clock.sleep(duration_s)
         self.advance()
@@ -422,26 +257,18 @@ class Replay:
             for old, hosted in zip(sim.members, sim.hosted, strict=True)
         ]
 
-    def _member(self, hosted: _HostedAssignor, client_id: str, instance: str | None
+    def _member(self, hosted: HostedAssignor, client_id: str, instance: str | None
                 ) -> ShimMember:
         """A started consumer session around ``hosted`` (bound for follow-up rebalances)."""
-        timeouts = self.scenario.timeouts
-        member = ShimMember(
+        return start_member(
+            hosted,
             self.coordinator,
-            group_id=self.topology.application_id,
-            assignors=[hosted],
-            topics=sorted(self.topology.source_topics),
-            cluster=self.cluster,
+            self.topology,
+            self.cluster,
+            self.scenario.timeouts,
             client_id=client_id,
-            group_instance_id=instance,
-            session_timeout_ms=timeouts.session_timeout_ms,
-            rebalance_timeout_ms=timeouts.rebalance_timeout_ms,
-            heartbeat_interval_ms=timeouts.heartbeat_interval_ms,
+            instance=instance,
         )
-        hosted.member = member
-        if isinstance(hosted.inner, StreamsPartitionAssignor):
-            hosted.inner.bind(SimpleNamespace(_coordinator=member))
-        return member.start()
 
     def _later(self, delay: float, action: Callable[[], Any]) -> None:
         """Run ``action`` (sync, or returning a coroutine) after ``delay`` virtual seconds."""
@@ -507,7 +334,7 @@ class Replay:
 
     def record_decision(
         self,
-        hosted: _HostedAssignor,
+        hosted: HostedAssignor,
         generation: int,
         members: Mapping[str, Any],
         answers: Mapping[str, Any],
@@ -515,50 +342,17 @@ class Replay:
     ) -> None:
         self.advance()
         threads = {member_id: self._thread_of(member_id) for member_id in members}
-        inner = hosted.inner
-        assignor: str = self.scenario.assignor
-        version: int | None = None
-        warmups, followup = 0, ""
-        if isinstance(inner, StreamsPartitionAssignor) and inner.last_leader is not None:
-            result = inner.last_leader.result
-            active = {threads[m]: frozenset(r.info.active_tasks) for m, r in result.members.items()}
-            standby = {threads[m]: frozenset(r.info.standby_tasks)
-                       for m, r in result.members.items()}
-            parts = {threads[m]: frozenset(r.partitions) for m, r in result.members.items()}
-            ownership = Ownership(active, standby, parts)
-            assignor = result.assignor or "error"
-            version = result.used_version
-            if result.task_assignment is not None:
-                warmups = sum(len(w) for w in result.task_assignment.warmups.values())
-            followup = result.followup
-        else:
-            parts_of: dict[Thread, list[TopicPartition]] = {}
-            for member_id, answer in answers.items():
-                partitions = answer.partitions() if hasattr(answer, "partitions") else []
-                parts_of[threads[member_id]] = [
-                    TopicPartition(topic, p) for topic, p in partitions
-                ]
-            ownership = ownership_from_partitions(parts_of, self.layout.tasks)
-        restore = 0
-        previous = self._previous_ownership(generation)
-        before = previous.active_process() if previous is not None else {}
-        for task, process in ownership.active_process().items():
-            end = self.state.end_of(task)
-            if end is not None and before.get(task) != process:
-                restore += int(max(0.0, end - (self.state.position(process, task) or 0.0)))
-        self.decisions[generation] = _Decision(
-            generation=generation,
-            leader=(hosted._sim.name, hosted._thread),
-            ownership=ownership,
-            assignor=assignor,
-            protocol_version=version,
-            warmups=warmups,
-            followup=followup,
-            assign_wall_ms=elapsed_ms,
-            restore_records=restore,
-            members=len(members),
-            processes=len({process for process, _ in threads.values()}),
-            tasks=tuple(self.layout.tasks),
+        self.decisions[generation] = read_decision(
+            hosted.inner,
+            generation,
+            threads,
+            answers,
+            leader=(hosted.sim.name, hosted.thread),
+            default_assignor=self.scenario.assignor,
+            elapsed_ms=elapsed_ms,
+            layout=self.layout,
+            state=self.state,
+            previous=self._previous_ownership(generation),
         )
 
     def _previous_ownership(self, generation: int) -> Ownership | None:
@@ -641,7 +435,7 @@ class Replay:
                 hosted.cancel_followup()
             for member in sim.members:
                 if member.running:
-                    await _crash(member)
+                    await crash(member)
 
     def run(self) -> ReplayResult:
         began = time.perf_counter()
@@ -662,150 +456,25 @@ class Replay:
     def _result(
         self, converged: bool, last_event: float, end: float, note: str, wall_s: float
     ) -> ReplayResult:
-        scenario = self.scenario
-        name = scenario.name
         group = self.topology.application_id
-        rows: list[RebalanceRow] = []
-        violations: list[Violation] = []
-        previous: Ownership | None = None
-        active_moves = standby_moves = 0
-        final: Ownership | None = None
-        records = [r for r in self.journal.records_for(group) if r.outcome != "empty"]
-        for record in records:
-            decision = self.decisions.get(record.generation)
-            moved_active = moved_standby = 0
-            if decision is not None and record.outcome == "stable":
-                ownership = decision.ownership
-                if previous is not None:
-                    before = previous.active_process()
-                    moved_active = sum(
-                        1 for t, p in ownership.active_process().items()
-                        if t in before and before[t] != p
-                    )
-                    moved_standby = len(ownership.standby_pairs() - previous.standby_pairs())
-                active_moves += moved_active
-                standby_moves += moved_standby
-                violations.extend(check_invariants(
-                    ownership, decision.tasks,
-                    generation=record.generation, time_s=record.ended_at, replay=self.command,
-                ))
-                previous = final = ownership
-            rows.append(RebalanceRow(
-                scenario=name,
-                generation=record.generation,
-                outcome=record.outcome,
-                started_s=round(record.started_at, 6),
-                ended_s=round(record.ended_at, 6),
-                members=len(record.members),
-                processes=decision.processes if decision else 0,
-                leader=f"{decision.leader[0]}/{decision.leader[1]}" if decision else "",
-                assignor=decision.assignor if decision else "",
-                protocol_version=decision.protocol_version if decision else None,
-                join_bytes=sum(len(b) for b in record.metadata.values()),
-                sync_bytes=sum(len(b) for b in record.assignments.values()),
-                active_moved=moved_active,
-                standby_moved=moved_standby,
-                warmups=decision.warmups if decision else 0,
-                followup=decision.followup if decision else "",
-                restore_records=decision.restore_records if decision else 0,
-                reasons="; ".join(record.reasons),
-                assign_wall_ms=round(decision.assign_wall_ms, 3) if decision else 0.0,
-            ))
-        note = "; ".join([*([note] if note else []), *self.notes])
-        summary = self._summary(rows, violations, final, converged, last_event, end, note, wall_s,
-                                active_moves, standby_moves)
-        return ReplayResult(scenario, rows, summary, violations, self.journal)
-
-    def _summary(
-        self,
-        rows: list[RebalanceRow],
-        violations: list[Violation],
-        final: Ownership | None,
-        converged: bool,
-        last_event: float,
-        end: float,
-        note: str,
-        wall_s: float,
-        active_moves: int,
-        standby_moves: int,
-    ) -> ScenarioRow:
-        scenario = self.scenario
-        config = scenario.assignor_config()
-        stateful = len(self.layout.stateful)
-        standbys = config.num_standby_replicas
-        stable_rows = [r for r in rows if r.outcome == "stable"]
-        after = [r for r in stable_rows if r.started_s >= last_event]
-        ha = self._ours and scenario.assignor == "high_availability"
-        bound = 2 * (stateful + stateful * standbys) if ha else None
-        unavailable = self.state.unavailable_s
-        worst = max(sorted(unavailable), key=lambda t: unavailable[t], default=None)
-        balance_thread, balance_process, coverage, spread = self._final_shape(final, standbys)
-        return ScenarioRow(
-            scenario=scenario.name,
-            family=str(scenario.origin.get("family", "file")),
-            seed=scenario.seed,
-            assignor=scenario.assignor,
-            rebalances=len(stable_rows),
-            aborted=len(rows) - len(stable_rows),
-            rebalances_after_last_event=len(after),
-            converged=converged,
-            kafka_bound=bound,
-            within_kafka_bound=(converged and len(after) <= bound) if bound is not None else None,
-            time_to_stable_s=round(end - last_event, 6) if converged else None,
-            end_s=round(end, 6),
-            tasks=len(self.layout.tasks),
-            stateful_tasks=stateful,
-            unavailable_task_s=round(sum(unavailable.values()), 6),
-            unavailable_p99_s=round(percentile(list(unavailable.values()), 0.99), 6),
-            unavailable_max_s=round(unavailable[worst], 6) if worst is not None else 0.0,
-            worst_task=str(worst) if worst is not None else "",
-            restored_records=int(self.state.restored),
-            standby_records=int(self.state.standby_replayed),
-            active_moves=active_moves,
-            standby_moves=standby_moves,
-            balance_thread=balance_thread,
-            balance_process=balance_process,
-            standby_coverage=coverage,
-            tag_spread=spread,
-            violations=len(violations),
-            hash_seed=os.environ.get("PYTHONHASHSEED", "random"),
-            note=note,
-            replay_wall_s=round(wall_s, 3),
+        history = rebalance_history(
+            self.scenario.name, self.journal.records_for(group), self.decisions, self.command
         )
-
-    def _final_shape(
-        self, final: Ownership | None, standbys: int
-    ) -> tuple[int, float, float, float | None]:
-        if final is None:
-            return 0, 0.0, 0.0, None
-        per_thread = [len(tasks) for tasks in final.active.values()]
-        balance_thread = max(per_thread) - min(per_thread) if per_thread else 0
-        per_process: dict[str, int] = {}
-        threads: dict[str, int] = {}
-        for (process, _), tasks in final.active.items():
-            per_process[process] = per_process.get(process, 0) + len(tasks)
-            threads[process] = threads.get(process, 0) + 1
-        loads = [per_process[p] / threads[p] for p in per_process]
-        balance_process = round(max(loads) - min(loads), 6) if loads else 0.0
-        processes = len(per_process)
-        wanted = len(self.layout.stateful) * min(standbys, max(0, processes - 1))
-        pairs = final.standby_pairs()
-        have = len({(t, p) for t, p in pairs if t in self.layout.stateful})
-        coverage = round(min(1.0, have / wanted), 6) if wanted else 1.0
-        tags = self.scenario.assignor_config().rack_aware_assignment_tags
-        spread: float | None = None
-        if tags and pairs:
-            owner = final.active_process()
-            specs = {sim.name: sim.spec for sim in self.sims.values()}
-            apart = sum(
-                1 for task, process in pairs
-                if task in owner and all(
-                    specs[process].tags.get(tag) != specs[owner[task]].tags.get(tag)
-                    for tag in tags
-                )
-            )
-            spread = round(apart / len(pairs), 6)
-        return balance_thread, balance_process, coverage, spread
+        note = "; ".join([*([note] if note else []), *self.notes])
+        summary = scenario_row(
+            self.scenario,
+            history,
+            layout=self.layout,
+            state=self.state,
+            specs={sim.name: sim.spec for sim in self.sims.values()},
+            ours=self._ours,
+            converged=converged,
+            last_event=last_event,
+            end=end,
+            note=note,
+            wall_s=wall_s,
+        )
+        return ReplayResult(self.scenario, history.rows, summary, history.violations, self.journal)
 
 
 def replay_command(scenario: Scenario, path: str | None = None) -> str:

@@ -13,15 +13,15 @@ awaits), who runs what, the leader's memory between generations, and the listene
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from aiokafka import ConsumerRebalanceListener
 
+from assignor.adapter.listeners import AssignmentListener, AssignmentListeners
 from assignor.adapter.metrics import MetricsRecorder, RebalanceMetrics
 from assignor.adapter.rejoin import check_rejoin_supported
 from assignor.adapter.streams_assignor import StreamsPartitionAssignor
@@ -69,14 +69,6 @@ class EndOffsetsReader(Protocol):
     """Reads changelog end offsets (committed offsets for source-topic changelogs)."""
 
     async def __call__(self) -> Mapping[TopicPartition, int] | None: ...
-
-
-#: ``listener(assignor, assignment)``: a plain function, or an ``async def`` (awaited).
-AssignmentListener = Callable[
-    ["StreamsPartitionAssignor", MemberAssignment], Awaitable[None] | None
-]
-#: How long :meth:`StreamsProcess.close` waits for cancelled async listeners to unwind.
-LISTENER_CANCEL_TIMEOUT_S = 5.0
 
 
 def derive_process_id(application_id: str, group_instance_id: str | None) -> ProcessId:
@@ -133,10 +125,8 @@ class StreamsProcess:
         self._assignors: list[StreamsPartitionAssignor] = []
         self._running: dict[int, frozenset[TaskId]] = {}
         self._standby: dict[int, frozenset[TaskId]] = {}
-        self._listeners: list[tuple[AssignmentListener, bool]] = []
-        #: per consumer, the task running its latest rebalance's async listeners
-        self._listener_chain: dict[int, asyncio.Task[None]] = {}
         self._metrics = MetricsRecorder()
+        self._listeners = AssignmentListeners(self._metrics)
         self._shutdown_requested = False
         self.changelog_end_offsets: Mapping[TopicPartition, int] | None = None
         #: what this process, as leader, noticed in the generations it led (see assign())
@@ -238,20 +228,12 @@ class StreamsProcess:
         A listener that raises is logged with its traceback and counted in
         :meth:`metrics` (``listener_errors``); the other listeners still run.
         """
-        self._listeners.append((listener, _check_listener(listener)))
+        self._listeners.add(listener)
 
     async def wait_for_listeners(self, timeout_s: float = 30.0) -> None:
         """Wait until the async listeners scheduled so far have finished (at most
         ``timeout_s``; ``TimeoutError`` after that, naming how many are still running)."""
-        pending = [task for task in self._listener_chain.values() if not task.done()]
-        if not pending:
-            return
-        _, still = await asyncio.wait(pending, timeout=timeout_s)
-        if still:
-            raise TimeoutError(
-                f"{len(still)} consumer(s)' async assignment listeners still running after "
-                f"{timeout_s} s"
-            )
+        await self._listeners.wait(timeout_s)
 
     def metrics(self) -> RebalanceMetrics:
         """An immutable snapshot of this process's rebalance metrics (see
@@ -393,12 +375,7 @@ class StreamsProcess:
         :meth:`on_close` registered (admin clients...)."""
         for assignor in self._assignors:
             assignor.followups.cancel()
-        running = [task for task in self._listener_chain.values() if not task.done()]
-        for task in running:
-            task.cancel()
-        if running:
-            await asyncio.wait(running, timeout=LISTENER_CANCEL_TIMEOUT_S)
-        self._listener_chain.clear()
+        await self._listeners.cancel()
         for closer in reversed(self._closers):
             result = closer()
             if asyncio.iscoroutine(result):
@@ -419,81 +396,7 @@ class StreamsProcess:
 
     def _notify(self, assignor: StreamsPartitionAssignor, assignment: MemberAssignment) -> None:
         """Run the plain listeners now and schedule the async ones (see :meth:`add_listener`)."""
-        later: list[Callable[[], Awaitable[None]]] = []
-        for listener, is_async in list(self._listeners):
-            if is_async:
-                later.append(lambda fn=listener: fn(assignor, assignment))  # type: ignore[misc]
-                continue
-            try:
-                result = listener(assignor, assignment)
-            except Exception:
-                self._metrics.add(listener_errors=1)
-                log.exception("assignment listener %r failed", listener)
-                continue
-            if inspect.isawaitable(result):  # a plain function that returned a coroutine
-                later.append(lambda awaitable=result: awaitable)  # type: ignore[misc]
-        if later:
-            self._schedule_listeners(assignor.index, later)
-
-    def _schedule_listeners(
-        self, index: int, calls: list[Callable[[], Awaitable[None]]]
-    ) -> None:
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            self._metrics.add(listener_errors=len(calls))
-            log.error(
-                "%d async assignment listener(s) of consumer %d cannot run: on_assignment was "
-                "called outside a running event loop",
-                len(calls),
-                index,
-            )
-            for call in calls:  # an already-created coroutine must not warn "never awaited"
-                awaitable = call()
-                if inspect.iscoroutine(awaitable):
-                    awaitable.close()
-            return
-        previous = self._listener_chain.get(index)
-        self._listener_chain[index] = loop.create_task(
-            self._run_listeners(previous, calls), name=f"assignment-listeners-{index}"
-        )
-
-    async def _run_listeners(
-        self, previous: asyncio.Task[None] | None, calls: list[Callable[[], Awaitable[None]]]
-    ) -> None:
-        if previous is not None and not previous.done():
-            await asyncio.wait([previous])  # its failures were logged by itself
-        for call in calls:
-            try:
-                await call()
-            except Exception:
-                self._metrics.add(listener_errors=1)
-                log.exception("async assignment listener failed")
-
-
-def _check_listener(listener: object) -> bool:
-    """True for an async listener, False for a plain one; ``TypeError`` for anything else."""
-    if not callable(listener):
-        raise TypeError(
-            f"an assignment listener must be a function listener(assignor, assignment), "
-            f"plain or async def; got {type(listener).__name__} {listener!r}"
-        )
-    call = listener if inspect.isroutine(listener) else getattr(listener, "__call__", listener)  # noqa: B004
-    if inspect.isgeneratorfunction(call) or inspect.isasyncgenfunction(call):
-        raise TypeError(
-            f"assignment listener {listener!r} is a generator function: its body would never "
-            "run; make it a plain function or an async def"
-        )
-    try:
-        inspect.signature(listener).bind(None, None)
-    except TypeError as exc:
-        raise TypeError(
-            f"assignment listener {listener!r} cannot be called as listener(assignor, "
-            f"assignment): {exc}"
-        ) from None
-    except ValueError:  # no signature to inspect (some builtins): trust the caller
-        pass
-    return inspect.iscoroutinefunction(call)
+        self._listeners.notify(assignor, assignment)
 
 
 class _RefreshingListener(ConsumerRebalanceListener):  # type: ignore[misc]
@@ -520,11 +423,8 @@ class _RefreshingListener(ConsumerRebalanceListener):  # type: ignore[misc]
                 await result
 
 
-
 __all__ = [
     "DEFAULT_CONNECT_TIMEOUT_S",
-    "LISTENER_CANCEL_TIMEOUT_S",
-    "AssignmentListener",
     "BrokerUnreachableError",
     "EndOffsetsReader",
     "StateProvider",

@@ -30,7 +30,8 @@ from aiokafka.coordinator.protocol import (
 from assignor.adapter.rejoin import FollowupScheduler, request_rejoin
 from assignor.leader.explain import summarize
 from assignor.leader.guard import LeaderMemory
-from assignor.leader.pipeline import GroupInput, LeaderResult, MemberSubscription, assign_group
+from assignor.leader.model import GroupInput, LeaderResult, MemberSubscription
+from assignor.leader.pipeline import assign_group
 from assignor.member import MemberAssignment, interpret_assignment
 from protocol.codec import Codec
 from protocol.errors import AssignorError, ProtocolError

@@ -26,7 +26,8 @@ from typing import Any
 from assignor.adapter.group_description import LiveGroup, LiveMember
 from assignor.cli.group_input import GroupInputError, read_group
 from assignor.cli.render import hosts_to_data, member_to_data, placements_to_data
-from assignor.leader.pipeline import LeaderResult, MemberResult, assign_group
+from assignor.leader.model import LeaderResult, MemberResult
+from assignor.leader.pipeline import assign_group
 from assignor.member import align_active_tasks
 from protocol.codec import Codec
 from protocol.errors import ProtocolError

@@ -39,7 +39,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from assignor.config import AssignorConfig, UnknownConfigError
-from assignor.leader.pipeline import GroupInput, MemberSubscription
+from assignor.leader.model import GroupInput, MemberSubscription
 from assignor.topology.data_form import topology_from_data
 from assignor.topology.internal_topics import InternalTopics, size_internal_topics
 from assignor.topology.model import Topology, TopologyError

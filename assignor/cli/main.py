@@ -28,7 +28,8 @@ from assignor.cli.group_input import (
     unknown_reported_tasks,
 )
 from assignor.cli.render import member_to_data, placements_to_data
-from assignor.leader.pipeline import LeaderResult, assign_group
+from assignor.leader.model import LeaderResult
+from assignor.leader.pipeline import assign_group
 from protocol.codec import Codec
 
 EXIT_BAD_INPUT = 2

@@ -7,7 +7,7 @@ from typing import Any
 
 from assignor.config import AssignorConfig
 from assignor.leader.explain import explain
-from assignor.leader.pipeline import LeaderResult, MemberResult
+from assignor.leader.model import LeaderResult, MemberResult
 from assignor.member import align_active_tasks
 from protocol.ids import HostInfo, TopicPartition
 from protocol.messages import NO_FOLLOWUP_REBALANCE

@@ -19,7 +19,7 @@ from protocol.ids import ProcessId, TaskId
 from protocol.messages import LATEST_OFFSET, UNKNOWN_OFFSET_SUM
 
 if TYPE_CHECKING:  # the pipeline imports this module to log its decisions
-    from assignor.leader.pipeline import LeaderResult
+    from assignor.leader.model import LeaderResult
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from simulator import engine as replay_module
+from simulator import hosting
 from simulator.families import FAMILIES, generate
 from simulator.state import StateModel
 
@@ -39,7 +40,7 @@ def _timed(bucket: str, function: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _instrument() -> None:
-    hosted = replay_module._HostedAssignor
+    hosted = hosting.HostedAssignor
     original_init = hosted.__init__
 
     def init(self: Any, replay: Any, sim: Any, thread: int, inner: Any) -> None:

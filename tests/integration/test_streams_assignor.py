@@ -22,7 +22,8 @@ from assignor.adapter.admin import (
     fetch_changelog_end_offsets,
 )
 from assignor.config import AssignorConfig
-from assignor.leader.pipeline import GroupInput, MemberSubscription, assign_group
+from assignor.leader.model import GroupInput, MemberSubscription
+from assignor.leader.pipeline import assign_group
 from protocol.codec import Codec
 from protocol.ids import ProcessId, TopicPartition
 from tests.integration.conftest import CreateTopics

@@ -163,7 +163,7 @@ def test_losing_a_rack_crashes_every_process_in_it() -> None:
 
 def test_a_run_that_ends_at_its_bound_mid_rebalance_stops_cleanly() -> None:
     # The bound falls while the members rejoin for a probing rebalance: stopping them then used
-    # to hang (the shim's stop race, worked around in replay._stop_member).
+    # to hang (the shim's stop race, worked around in simulator.hosting.stop_member).
     result = run(
         [{"name": "a", "initial_state": "caught_up"}, {"name": "b", "initial_state": "caught_up"},
          {"name": "c", "start": False}],

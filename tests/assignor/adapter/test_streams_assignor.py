@@ -21,7 +21,8 @@ from aiokafka.coordinator.protocol import (
 
 from assignor import StreamsPartitionAssignor, StreamsProcess, derive_process_id
 from assignor.config import AssignorConfig
-from assignor.leader.pipeline import GroupInput, MemberSubscription, assign_group
+from assignor.leader.model import GroupInput, MemberSubscription
+from assignor.leader.pipeline import assign_group
 from assignor.member import MemberAssignment
 from protocol.codec import Codec
 from protocol.errors import AssignorError

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from assignor.leader.pipeline import FUTURE_PROCESS_ID, GroupInput, LeaderResult, MemberSubscription
+from assignor.leader.decode import FUTURE_PROCESS_ID
+from assignor.leader.model import GroupInput, LeaderResult, MemberSubscription
 from assignor.member import interpret_assignment
 from assignor.topology.data_form import topology_from_data
 from assignor.topology.model import Topology

@@ -18,7 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from assignor.config import AssignorConfig
-from assignor.leader.pipeline import LeaderResult, assign_group
+from assignor.leader.model import LeaderResult
+from assignor.leader.pipeline import assign_group
 from assignor.member import MemberDecision, interpret_assignment
 from protocol.codec import Codec
 from protocol.errors import AssignorError

@@ -7,7 +7,8 @@ import logging
 import pytest
 
 from assignor.config import AssignorConfig
-from assignor.leader.pipeline import FUTURE_PROCESS_ID, assign_group
+from assignor.leader.decode import FUTURE_PROCESS_ID
+from assignor.leader.pipeline import assign_group
 from assignor.member import interpret_assignment
 from assignor.topology.data_form import topology_from_data
 from protocol.codec import Codec

@@ -14,7 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from assignor.config import AssignorConfig
-from assignor.leader.pipeline import FUTURE_PROCESS_ID, GroupInput, MemberSubscription, assign_group
+from assignor.leader.decode import FUTURE_PROCESS_ID
+from assignor.leader.model import GroupInput, MemberSubscription
+from assignor.leader.pipeline import assign_group
 from assignor.topology.internal_topics import InternalTopics, size_internal_topics
 from assignor.topology.tasks import plan_tasks
 from protocol.codec import Codec

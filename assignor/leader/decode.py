@@ -1,0 +1,94 @@
+"""Step 1 of the pipeline: every member's user data read, and (1b) the refused members set aside.
+
+A member whose bytes cannot be read is set aside with the reason, never fatal; members on a
+version newer than this leader's become one client under ``FUTURE_PROCESS_ID``.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Mapping
+from dataclasses import replace
+
+from assignor.leader.model import DecodedGroup, MemberSubscription
+from protocol.codec import Codec
+from protocol.errors import AssignorError, ProtocolError
+from protocol.ids import ProcessId
+from protocol.messages import SubscriptionInfo
+
+#: The leader's decisions are logged under one name, the pipeline's, whichever step makes them.
+log = logging.getLogger("assignor.leader.pipeline")
+
+#: All members on a version newer than ours form one client under this id, as Kafka's FUTURE_ID.
+FUTURE_PROCESS_ID = ProcessId(uuid.UUID("00000000-0000-0000-0000-00000000fffe"))
+
+def decode_group(members: Mapping[str, MemberSubscription], codec: Codec) -> DecodedGroup:
+    """Read every member's user data; a member that cannot be read is set aside, not fatal."""
+    subscriptions: dict[str, SubscriptionInfo] = {}
+    rejected: dict[str, str] = {}
+    process_of: dict[str, ProcessId] = {}
+    used = supported = codec.latest_supported
+    future: int | None = None
+    shutdown: list[str] = []
+    for member_id in sorted(members):
+        try:
+            decoded = codec.decode_subscription(members[member_id].user_data)
+        except ProtocolError as exc:
+            rejected[member_id] = str(exc)
+            log.error("member %s sent a subscription that cannot be read: %s", member_id, exc)
+            continue
+        used = min(used, decoded.version)
+        supported = min(supported, decoded.latest_supported_version)
+        if not isinstance(decoded, SubscriptionInfo):
+            future = max(future or 0, decoded.version)
+            log.info(
+                "member %s sent a future subscription (version %d, newer than this leader's "
+                "%d); it is served at the lowest version in use (version probing)",
+                member_id,
+                decoded.version,
+                codec.latest_supported,
+            )
+            subscriptions[member_id] = SubscriptionInfo(
+                version=codec.latest_supported,
+                latest_supported_version=codec.latest_supported,
+                process_id=FUTURE_PROCESS_ID,
+            )
+            process_of[member_id] = FUTURE_PROCESS_ID
+            if decoded.error_code == AssignorError.SHUTDOWN_REQUESTED:
+                shutdown.append(member_id)  # versions from 4 carry the code in the header
+            continue
+        subscriptions[member_id] = decoded
+        process_of[member_id] = decoded.process_id
+        if decoded.error_code is AssignorError.SHUTDOWN_REQUESTED:
+            shutdown.append(member_id)
+    return DecodedGroup(
+        subscriptions=subscriptions,
+        rejected=rejected,
+        process_of=process_of,
+        min_used_version=used,
+        min_supported_version=supported,
+        future_version=future,
+        shutdown_requested_by=tuple(shutdown),
+    )
+
+
+def without_refused(
+    decoded: DecodedGroup, refused: Mapping[str, str], codec: Codec
+) -> DecodedGroup:
+    """Step 1b: the group without the refused members, whose versions no longer count."""
+    if not refused:
+        return decoded
+    kept = {m: s for m, s in decoded.subscriptions.items() if m not in refused}
+    return replace(
+        decoded,
+        subscriptions=kept,
+        process_of={m: p for m, p in decoded.process_of.items() if m not in refused},
+        min_used_version=min([codec.latest_supported, *(s.version for s in kept.values())]),
+        min_supported_version=min(
+            [codec.latest_supported, *(s.latest_supported_version for s in kept.values())]
+        ),
+    )
+
+
+__all__ = ["FUTURE_PROCESS_ID", "decode_group", "without_refused"]

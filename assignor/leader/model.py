@@ -1,0 +1,97 @@
+"""What the leader's pipeline takes and gives: the group's input, each member's answer, and the
+decision with what explains it (``assignor.leader.pipeline`` composes the steps between them)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from assignor.leader.guard import LeaderMemory
+from assignor.placement.client_state import ClientState
+from assignor.placement.task_assignor import TaskAssignment
+from assignor.placement.threads import ThreadAssignment
+from assignor.topology.tasks import TaskLayout
+from protocol.codec import LATEST_VERSION
+from protocol.errors import AssignorError
+from protocol.ids import ProcessId, TopicPartition
+from protocol.messages import AssignmentInfo, SubscriptionInfo
+
+
+@dataclass(frozen=True, slots=True)
+class MemberSubscription:
+    """What the coordinator hands the leader for one member: its topics and user data."""
+
+    topics: tuple[str, ...]
+    user_data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class GroupInput:
+    """Everything the leader's decision depends on; the same input gives the same output."""
+
+    members: Mapping[str, MemberSubscription]
+    #: cluster metadata: partitions per topic (source topics and existing internal topics)
+    partition_counts: Mapping[str, int]
+    #: end offsets of changelog partitions (committed offsets for source-topic changelogs);
+    #: ``None`` when they could not be fetched, which makes the leader fall back
+    changelog_end_offsets: Mapping[TopicPartition, int] | None
+    now_ms: int
+    #: the leader's own process: a probing rebalance is scheduled on it, as in Kafka
+    leader_process_id: ProcessId | None = None
+    #: what the leader noticed in earlier generations (clones, ignored upgrade instructions)
+    memory: LeaderMemory = field(default_factory=LeaderMemory)
+
+
+@dataclass(frozen=True, slots=True)
+class MemberResult:
+    """One member's answer: its partitions and the encoded ``AssignmentInfo`` for user data."""
+
+    partitions: tuple[TopicPartition, ...]
+    info: AssignmentInfo
+    user_data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class DecodedGroup:
+    """Step 1's result."""
+
+    subscriptions: Mapping[str, SubscriptionInfo]
+    #: members whose bytes could not be read, with the reason
+    rejected: Mapping[str, str]
+    #: process id of each decoded member (future members map to ``FUTURE_PROCESS_ID``)
+    process_of: Mapping[str, ProcessId]
+    min_used_version: int
+    min_supported_version: int
+    future_version: int | None
+    shutdown_requested_by: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderResult:
+    """The leader's decision, with what explains it (for logs, ``--explain`` and tests)."""
+
+    members: Mapping[str, MemberResult]
+    error: AssignorError = AssignorError.NONE
+    detail: str = ""
+    rejected: Mapping[str, str] = field(default_factory=dict)
+    used_version: int = LATEST_VERSION
+    commonly_supported_version: int = LATEST_VERSION
+    assignor: str = ""
+    layout: TaskLayout | None = None
+    clients_before: Mapping[ProcessId, ClientState] = field(default_factory=dict)
+    task_assignment: TaskAssignment | None = None
+    threads: Mapping[ProcessId, ThreadAssignment] = field(default_factory=dict)
+    #: why a follow-up rebalance will happen, if one will
+    followup: str = ""
+    #: members refused by ``assignor.leader.guard`` (clones, version liars), with the reason
+    refused: Mapping[str, str] = field(default_factory=dict)
+    #: what the leader should remember for the next generation
+    memory: LeaderMemory = field(default_factory=LeaderMemory)
+
+__all__ = [
+    "DecodedGroup",
+    "GroupInput",
+    "LeaderResult",
+    "MemberResult",
+    "MemberSubscription",
+]

@@ -1,0 +1,100 @@
+"""What the leader decided in one generation, read back inside its ``assign()``.
+
+For our assignor, from the ``LeaderResult`` it kept (tasks, version, warm-ups, follow-up); for
+aiokafka's peers, from the partitions they answered. The records a decision makes active tasks
+restore are counted against the state model at the instant of the decision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from assignor.adapter.streams_assignor import StreamsPartitionAssignor
+from assignor.topology.tasks import TaskLayout
+from protocol.ids import TaskId, TopicPartition
+from simulator.metrics import Ownership, Thread, ownership_from_partitions
+from simulator.state import StateModel
+
+
+@dataclass(slots=True)
+class Decision:
+    """What the leader decided in one generation (recorded inside ``assign()``)."""
+
+    generation: int
+    leader: Thread
+    ownership: Ownership
+    assignor: str
+    protocol_version: int | None
+    warmups: int
+    followup: str
+    assign_wall_ms: float
+    restore_records: int
+    members: int
+    processes: int
+    #: the tasks that existed when the leader decided (partitions may be added later)
+    tasks: tuple[TaskId, ...]
+
+
+def read_decision(
+    inner: Any,
+    generation: int,
+    threads: Mapping[str, Thread],
+    answers: Mapping[str, Any],
+    *,
+    leader: Thread,
+    default_assignor: str,
+    elapsed_ms: float,
+    layout: TaskLayout,
+    state: StateModel,
+    previous: Ownership | None,
+) -> Decision:
+    """The decision of the leader's assignor ``inner`` for the members ``threads`` (member id
+    -> thread), which answered ``answers``; ``previous`` is the last stable ownership."""
+    assignor: str = default_assignor
+    version: int | None = None
+    warmups, followup = 0, ""
+    if isinstance(inner, StreamsPartitionAssignor) and inner.last_leader is not None:
+        result = inner.last_leader.result
+        active = {threads[m]: frozenset(r.info.active_tasks) for m, r in result.members.items()}
+        standby = {threads[m]: frozenset(r.info.standby_tasks)
+                   for m, r in result.members.items()}
+        parts = {threads[m]: frozenset(r.partitions) for m, r in result.members.items()}
+        ownership = Ownership(active, standby, parts)
+        assignor = result.assignor or "error"
+        version = result.used_version
+        if result.task_assignment is not None:
+            warmups = sum(len(w) for w in result.task_assignment.warmups.values())
+        followup = result.followup
+    else:
+        parts_of: dict[Thread, list[TopicPartition]] = {}
+        for member_id, answer in answers.items():
+            partitions = answer.partitions() if hasattr(answer, "partitions") else []
+            parts_of[threads[member_id]] = [
+                TopicPartition(topic, p) for topic, p in partitions
+            ]
+        ownership = ownership_from_partitions(parts_of, layout.tasks)
+    restore = 0
+    before = previous.active_process() if previous is not None else {}
+    for task, process in ownership.active_process().items():
+        end = state.end_of(task)
+        if end is not None and before.get(task) != process:
+            restore += int(max(0.0, end - (state.position(process, task) or 0.0)))
+    return Decision(
+        generation=generation,
+        leader=leader,
+        ownership=ownership,
+        assignor=assignor,
+        protocol_version=version,
+        warmups=warmups,
+        followup=followup,
+        assign_wall_ms=elapsed_ms,
+        restore_records=restore,
+        members=len(threads),
+        processes=len({process for process, _ in threads.values()}),
+        tasks=tuple(layout.tasks),
+    )
+
+
+__all__ = ["Decision", "read_decision"]

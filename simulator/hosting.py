@@ -1,0 +1,231 @@
+"""How the real assignor objects are hosted in simulated processes and their consumers.
+
+Each consumer's assignor (ours, or one of aiokafka's peers) is wrapped in
+:class:`HostedAssignor`, which forwards every call unchanged and observes it for the simulation:
+``metadata()`` marks the start of the member's rebalance (eager protocol: its tasks stop) and
+refreshes the end-offset snapshot, ``assign()`` records the leader's decision,
+``on_assignment()`` hands the thread its tasks. What it tells is told to a :class:`Simulation`
+(the replay in ``simulator.engine``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterable, Mapping
+from types import SimpleNamespace
+from typing import Any, Protocol
+
+from aiokafka.cluster import ClusterMetadata
+from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+from aiokafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
+from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment
+
+from assignor.adapter.process import StreamsProcess
+from assignor.adapter.streams_assignor import StreamsPartitionAssignor
+from assignor.topology.model import Topology
+from assignor.topology.tasks import TaskLayout
+from protocol.ids import TaskId
+from simulator.metrics import ownership_from_partitions
+from simulator.scenarios import GroupTimeouts, ProcessSpec
+from simulator.shim import GroupCoordinator, ShimMember, VirtualClock
+from simulator.state import StateModel
+
+#: Turns of the event loop (no virtual time passes) given to a member before and while it crashes.
+_YIELDS = 20
+
+
+class Simulation(Protocol):
+    """What a hosted assignor tells, and reads from, the replay it runs in."""
+
+    state: StateModel
+    layout: TaskLayout
+    clock: VirtualClock
+
+    def advance(self) -> None: ...
+
+    def refresh_end_offsets(self, process: StreamsProcess) -> None: ...
+
+    def record_decision(
+        self,
+        hosted: HostedAssignor,
+        generation: int,
+        members: Mapping[str, Any],
+        answers: Mapping[str, Any],
+        elapsed_ms: float,
+    ) -> None: ...
+
+
+class SimulatedProcess:
+    """One simulated process: its spec, its current incarnation and its consumers."""
+
+    def __init__(self, spec: ProcessSpec) -> None:
+        self.spec = spec
+        self.version = spec.protocol_version
+        self.members: list[ShimMember] = []
+        self.hosted: list[HostedAssignor] = []
+        self.process: StreamsProcess | None = None
+        self.up = False
+        #: bumped when the disk is wiped: a dynamic process id lives in the state directory
+        self.disk_generation = 0
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+
+class HostedAssignor:
+    """Forwards aiokafka's assignor calls unchanged; observes them for the simulation."""
+
+    def __init__(
+        self, replay: Simulation, sim: SimulatedProcess, thread: int, inner: Any
+    ) -> None:
+        self._replay = replay
+        self.sim = sim
+        self.thread = thread
+        self.inner = inner
+        self.member: ShimMember | None = None
+        self.name: str = inner.name
+        self._followup: asyncio.TimerHandle | None = None
+
+    def metadata(self, topics: Iterable[str]) -> Any:
+        replay = self._replay
+        replay.advance()
+        replay.state.stop(self.sim.name, self.thread)
+        process = self.sim.process
+        if process is not None:
+            replay.refresh_end_offsets(process)
+        return self.inner.metadata(topics)
+
+    def assign(self, cluster: ClusterMetadata, members: Mapping[str, Any]) -> Mapping[str, Any]:
+        began = time.perf_counter()
+        answers = self.inner.assign(cluster, members)
+        elapsed_ms = (time.perf_counter() - began) * 1000.0
+        assert self.member is not None
+        self._replay.record_decision(self, self.member.generation, members, answers, elapsed_ms)
+        return answers  # type: ignore[no-any-return]
+
+    def on_assignment(self, assignment: ConsumerProtocolMemberAssignment) -> None:
+        replay = self._replay
+        replay.advance()
+        self.inner.on_assignment(assignment)
+        inner = self.inner
+        if isinstance(inner, StreamsPartitionAssignor):
+            received = inner.last_assignment
+            assert received is not None
+            active: Iterable[TaskId] = received.active_tasks
+            standby: Iterable[TaskId] = received.standby_tasks
+            self._reschedule_followup(inner)
+        else:
+            owned = ownership_from_partitions(
+                {(self.sim.name, self.thread): assignment.partitions()}, replay.layout.tasks
+            )
+            active, standby = owned.active[(self.sim.name, self.thread)], ()
+        replay.state.assign(self.sim.name, self.thread, active, standby)
+
+    def _reschedule_followup(self, inner: StreamsPartitionAssignor) -> None:
+        """Move the adapter's follow-up onto virtual time.
+
+        ``FollowupScheduler`` computes its delay against ``time.time()`` (wall clock) while the
+        deadline comes from the process's clock (virtual here), so on the virtual clock every
+        follow-up would fire at once. Take the deadline, cancel its timer, keep our own.
+        """
+        if self._followup is not None:
+            self._followup.cancel()
+            self._followup = None
+        at_ms = inner.followups.scheduled_at_ms
+        if at_ms is None:
+            return
+        inner.followups.cancel()
+        clock = self._replay.clock
+        member = self.member
+        assert member is not None
+        delay = max(0.0, at_ms / 1000.0 - clock.time())
+
+        def fire() -> None:
+            self._followup = None
+            if member.running:
+                member.request_rejoin()
+
+        self._followup = clock.call_later(delay, fire)
+
+    @property
+    def followup_pending(self) -> bool:
+        return self._followup is not None
+
+    def cancel_followup(self) -> None:
+        if self._followup is not None:
+            self._followup.cancel()
+            self._followup = None
+
+
+async def stop_member(member: ShimMember, *, graceful: bool) -> None:
+    """``member.close()`` or ``member.crash()``, working around a shim race (reported): when the
+    cancellation of the member's loop arrives while that loop awaits its own heartbeat task
+    inside ``_stop_heartbeat`` (a rejoin requested at this very instant),
+    ``suppress(CancelledError)`` swallows it, the loop joins again and the stop waits for it
+    forever. Letting the ready callbacks run first takes the loop past that point; if a cancel
+    is still swallowed, it is delivered again (a bounded number of times; no virtual time
+    passes)."""
+    for _ in range(_YIELDS):
+        await asyncio.sleep(0)
+    stopping = asyncio.ensure_future(member.close() if graceful else member.crash())
+    for _ in range(_YIELDS):
+        if stopping.done():
+            break
+        await asyncio.sleep(0)
+        loop_task = getattr(member, "_task", None)
+        if loop_task is not None and not loop_task.done():
+            loop_task.cancel()
+    await stopping
+
+
+async def crash(member: ShimMember) -> None:
+    await stop_member(member, graceful=False)
+
+def peer_assignor(name: str, member_name: str) -> Any:
+    if name == "roundrobin":
+        return RoundRobinPartitionAssignor
+    # aiokafka's sticky assignor keeps its state on the class (aio-libs/aiokafka#1175)
+    return type(f"Sticky_{member_name}", (StickyPartitionAssignor,), {})
+
+
+
+def start_member(
+    hosted: HostedAssignor,
+    coordinator: GroupCoordinator,
+    topology: Topology,
+    cluster: ClusterMetadata,
+    timeouts: GroupTimeouts,
+    *,
+    client_id: str,
+    instance: str | None,
+) -> ShimMember:
+    """A started consumer session around ``hosted`` (bound for follow-up rebalances)."""
+    member = ShimMember(
+        coordinator,
+        group_id=topology.application_id,
+        assignors=[hosted],
+        topics=sorted(topology.source_topics),
+        cluster=cluster,
+        client_id=client_id,
+        group_instance_id=instance,
+        session_timeout_ms=timeouts.session_timeout_ms,
+        rebalance_timeout_ms=timeouts.rebalance_timeout_ms,
+        heartbeat_interval_ms=timeouts.heartbeat_interval_ms,
+    )
+    hosted.member = member
+    if isinstance(hosted.inner, StreamsPartitionAssignor):
+        hosted.inner.bind(SimpleNamespace(_coordinator=member))
+    return member.start()
+
+
+__all__ = [
+    "HostedAssignor",
+    "SimulatedProcess",
+    "Simulation",
+    "crash",
+    "peer_assignor",
+    "start_member",
+    "stop_member",
+]
