@@ -1,0 +1,322 @@
+"""Simulated local state: what each process holds on disk per task, over virtual time.
+
+Kafka Streams' cost of a rebalance is mostly state: a task that lands on a process without its
+state processes nothing until it has restored its changelog. This model keeps, per process, the
+changelog position of each task's local store (in records, summed over the task's changelog
+partitions, which is what a subscription's offset sum is), and per stateful task the end of its
+changelog. Everything is piecewise linear in virtual time and pure: the replay tells it what
+happened (a thread stopped for a rebalance, a thread got its tasks, a process crashed or lost its
+disk) and asks it to :meth:`StateModel.advance` to a time.
+
+The rules, with the scenario's :class:`~simulator.scenarios.StateDynamics`:
+
+- an active task whose local state is at the changelog's end is *processing*: it writes
+  ``write_rate`` records per second to its changelog and its local state stays at the end;
+- an active task behind the end is *restoring*: it writes nothing, and its thread restores at
+  ``restore_rate`` records per second, shared equally by the tasks that thread restores;
+- a standby (or warm-up) replica follows the changelog at up to ``restore_rate`` per second and
+  stays at best ``standby_trail`` records behind the end;
+- nothing happens on a thread that is not running: eager rebalancing stops every task of a member
+  from the moment it rejoins until it has its new assignment, and a crashed or paused process does
+  nothing at all;
+- a crash keeps the disk (the next incarnation restores from there) unless it is wiped.
+
+A task is *available* while some running thread has it as a processing active task; every second
+it is not counts toward its unavailability (task-seconds).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from protocol.ids import TaskId, TopicPartition
+from simulator.scenarios import StateDynamics
+
+#: Positions within this many records of the end count as caught up (float rounding).
+_EPSILON = 1e-6
+
+
+@dataclass(slots=True)
+class _Thread:
+    """One stream thread of one process: its tasks (by index), and whether it runs them now."""
+
+    active: tuple[int, ...] = ()
+    standby: tuple[int, ...] = ()
+    running: bool = False
+
+
+class StateModel:
+    """Local state of every process and the changelog of every task (see the module docstring).
+
+    Tasks are numbered internally: ``TaskId`` hashing is a pydantic-model hash, and the
+    integration loops run over every task at every step of a long run.
+    """
+
+    def __init__(
+        self,
+        dynamics: StateDynamics,
+        tasks: Iterable[TaskId],
+        stateful: Iterable[TaskId],
+        *,
+        now: float = 0.0,
+    ) -> None:
+        self.dynamics = dynamics
+        self.now = now
+        self.tasks: list[TaskId] = []
+        self._index: dict[TaskId, int] = {}
+        #: changelog end per task, records (None: stateless)
+        self._end: list[float | None] = []
+        #: local position per process per task index, records (absent: nothing on disk)
+        self._disk: dict[str, dict[int, float]] = {}
+        self._threads: dict[str, dict[int, _Thread]] = {}
+        self._unavailable: list[float] = []
+        #: records restored by active tasks (standby catch-up is counted apart)
+        self.restored = 0.0
+        self.standby_replayed = 0.0
+        self.add_tasks(tasks, stateful, initial_records=dynamics.initial_records)
+
+    # -- views by task id (built on demand: for rows and tests, not for the hot loops) --------
+    @property
+    def stateful(self) -> set[TaskId]:
+        return {self.tasks[i] for i, end in enumerate(self._end) if end is not None}
+
+    @property
+    def end(self) -> dict[TaskId, float]:
+        """Changelog end per stateful task, records."""
+        return {self.tasks[i]: end for i, end in enumerate(self._end) if end is not None}
+
+    @property
+    def disk(self) -> dict[str, dict[TaskId, float]]:
+        """Local position per process per task, records."""
+        ids = self.tasks
+        return {p: {ids[i]: x for i, x in d.items()} for p, d in self._disk.items()}
+
+    @property
+    def unavailable_s(self) -> dict[TaskId, float]:
+        """Seconds each task spent without a processing active owner."""
+        return dict(zip(self.tasks, self._unavailable, strict=True))
+
+    # -- what the replay tells it -------------------------------------------------------------
+    def add_tasks(
+        self, tasks: Iterable[TaskId], stateful: Iterable[TaskId], *, initial_records: float = 0.0
+    ) -> None:
+        """New tasks (at start, or after partitions were added) with changelogs of that size."""
+        stateful_set = set(stateful)
+        for task in tasks:
+            if task in self._index:
+                continue
+            self._index[task] = len(self.tasks)
+            self.tasks.append(task)
+            self._unavailable.append(0.0)
+            self._end.append(float(initial_records) if task in stateful_set else None)
+
+    def _indices(self, tasks: Iterable[TaskId]) -> tuple[int, ...]:
+        index = self._index
+        return tuple(sorted(index[t] for t in tasks if t in index))
+
+    def add_process(self, process: str, behind: Mapping[TaskId, float] | None = None) -> None:
+        """A process's disk: ``behind`` maps tasks to how far their local state trails the end."""
+        disk = self._disk.setdefault(process, {})
+        for task, lag in (behind or {}).items():
+            i = self._index.get(task)
+            end = self._end[i] if i is not None else None
+            if i is not None and end is not None:
+                disk[i] = max(0.0, end - lag)
+        self._threads.setdefault(process, {})
+
+    def stop(self, process: str, thread: int | None = None) -> None:
+        """The thread (every thread if ``None``) stops processing: a rebalance began for it."""
+        for index, state in self._threads.get(process, {}).items():
+            if thread is None or index == thread:
+                state.running = False
+
+    def assign(
+        self, process: str, thread: int, active: Iterable[TaskId], standby: Iterable[TaskId]
+    ) -> None:
+        """The thread got its assignment and runs it from now on."""
+        actives, standbys = self._indices(active), self._indices(standby)
+        self._threads.setdefault(process, {})[thread] = _Thread(actives, standbys, True)
+        disk = self._disk.setdefault(process, {})
+        for i in (*actives, *standbys):
+            if self._end[i] is not None:
+                disk.setdefault(i, 0.0)
+
+    def crash(self, process: str, *, wipe: bool = False) -> None:
+        """The process is gone: its threads and their tasks vanish; its disk stays unless wiped."""
+        self._threads[process] = {}
+        if wipe:
+            self._disk[process] = {}
+
+    def wipe(self, process: str) -> None:
+        self._disk[process] = {}
+
+    # -- what the process reports, what the leader reads --------------------------------------
+    def offset_sums(self, process: str) -> dict[TaskId, int]:
+        """The ``state()`` provider of a process: its local position per task on disk."""
+        ids = self.tasks
+        return {ids[i]: int(x) for i, x in self._disk.get(process, {}).items()}
+
+    def position(self, process: str, task: TaskId) -> float | None:
+        """Where ``process``'s local state of ``task`` is (None: nothing on disk)."""
+        i = self._index.get(task)
+        return None if i is None else self._disk.get(process, {}).get(i)
+
+    def end_of(self, task: TaskId) -> float | None:
+        """The end of ``task``'s changelog (None: stateless or unknown)."""
+        i = self._index.get(task)
+        return None if i is None else self._end[i]
+
+    def end_offsets(
+        self, changelogs: Mapping[TaskId, tuple[TopicPartition, ...]]
+    ) -> dict[TopicPartition, int]:
+        """Changelog end offsets per partition, the task's end split so the sums match."""
+        offsets: dict[TopicPartition, int] = {}
+        for task, partitions in changelogs.items():
+            if not partitions:
+                continue
+            total = int(self.end_of(task) or 0.0)
+            share, rest = divmod(total, len(partitions))
+            for index, tp in enumerate(partitions):
+                offsets[tp] = share + (rest if index == 0 else 0)
+        return offsets
+
+    # -- questions ----------------------------------------------------------------------------
+    def _caught_up(self, process: str, i: int) -> bool:
+        end = self._end[i]
+        return end is None or self._disk[process].get(i, -1.0) >= end - _EPSILON
+
+    def caught_up(self, process: str, task: TaskId) -> bool:
+        i = self._index[task]
+        return self._end[i] is None or (process in self._disk and self._caught_up(process, i))
+
+    def owners(self) -> dict[TaskId, list[tuple[str, int]]]:
+        """Running (process, thread) pairs per active task."""
+        owners: dict[TaskId, list[tuple[str, int]]] = {}
+        for process, threads in self._threads.items():
+            for index, state in threads.items():
+                if state.running:
+                    for i in state.active:
+                        owners.setdefault(self.tasks[i], []).append((process, index))
+        return owners
+
+    def _scan(self) -> tuple[set[int], dict[tuple[str, int], list[int]], list[tuple[str, int]]]:
+        """One pass over the running threads: tasks available, tasks restoring per thread,
+        and the (process, task) pairs processing."""
+        available: set[int] = set()
+        restoring: dict[tuple[str, int], list[int]] = {}
+        processing: list[tuple[str, int]] = []
+        for process, threads in self._threads.items():
+            for index, state in threads.items():
+                if not state.running:
+                    continue
+                for i in state.active:
+                    if self._caught_up(process, i):
+                        available.add(i)
+                        processing.append((process, i))
+                    else:
+                        restoring.setdefault((process, index), []).append(i)
+        return available, restoring, processing
+
+    def available(self) -> set[TaskId]:
+        """Tasks with a processing active owner right now."""
+        return {self.tasks[i] for i in self._scan()[0]}
+
+    def all_available(self) -> bool:
+        return len(self._scan()[0]) == len(self.tasks)
+
+    def owned_caught_up(self) -> bool:
+        """Every task some running thread owns is processed: nothing is left restoring. (A task
+        nobody owns is the assignor's failure, recorded as a violation, not something to wait
+        for.)"""
+        return not self._scan()[1]
+
+    def restoring(self) -> dict[tuple[str, int], list[TaskId]]:
+        """Active tasks behind their changelog's end, per running thread."""
+        return {k: [self.tasks[i] for i in v] for k, v in self._scan()[1].items()}
+
+    def next_change_in(self) -> float | None:
+        """Seconds until the next restoring task catches up (None: nothing is restoring)."""
+        return self._next_finish(self._scan()[1])
+
+    def _next_finish(self, restoring: Mapping[tuple[str, int], list[int]]) -> float | None:
+        rate = self.dynamics.restore_rate
+        best: float | None = None
+        for (process, _), tasks in restoring.items():
+            share = rate / len(tasks)
+            disk = self._disk[process]
+            for i in tasks:
+                end = self._end[i]
+                assert end is not None
+                need = (end - disk[i]) / share
+                best = need if best is None else min(best, need)
+        return best
+
+    # -- time ---------------------------------------------------------------------------------
+    def advance(self, now: float) -> None:
+        """Integrate from the last time to ``now``, one constant-rate segment at a time.
+
+        A segment ends at ``now`` or when a restoring task catches up (which changes the rates),
+        so the loop runs at most once per task plus once.
+        """
+        for _ in range(len(self.tasks) + 2):
+            remaining = now - self.now
+            if remaining <= 0:
+                return
+            available, restoring, processing = self._scan()
+            finish = self._next_finish(restoring)
+            step = remaining if finish is None else min(remaining, max(finish, 0.0))
+            self._segment(step, available, restoring, processing)
+            self.now = now if step == remaining else self.now + step
+        self.now = max(self.now, now)
+
+    def _segment(
+        self,
+        step: float,
+        available: set[int],
+        restoring: Mapping[tuple[str, int], list[int]],
+        processing: list[tuple[str, int]],
+    ) -> None:
+        dynamics = self.dynamics
+        unavailable = self._unavailable
+        for i in range(len(unavailable)):
+            if i not in available:
+                unavailable[i] += step
+        ends = self._end
+        for (process, _), tasks in restoring.items():
+            share = dynamics.restore_rate / len(tasks) * step
+            disk = self._disk[process]
+            for i in tasks:
+                end = ends[i]
+                assert end is not None
+                gained = min(share, end - disk[i])
+                disk[i] += gained
+                self.restored += gained
+        written = dynamics.write_rate * step
+        grown: set[int] = set()
+        for _, i in processing:
+            end = ends[i]
+            if end is not None and i not in grown:
+                grown.add(i)
+                ends[i] = end + written
+        for process, i in processing:
+            end = ends[i]
+            if end is not None:
+                self._disk[process][i] = end
+        reach, trail = dynamics.restore_rate * step, dynamics.standby_trail
+        for process, threads in self._threads.items():
+            disk = self._disk[process]
+            for state in threads.values():
+                if not state.running:
+                    continue
+                for i in state.standby:
+                    end = ends[i]
+                    if end is None:
+                        continue
+                    before = disk.get(i, 0.0)
+                    after = min(before + reach, max(before, end - trail))
+                    disk[i] = after
+                    self.standby_replayed += after - before
+
+
+__all__ = ["StateModel"]
