@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from assignor.testing import assignment_infos, subscription_infos
 from protocol import AssignmentInfo, SubscriptionInfo
 from protocol.codec import encode_assignment, encode_subscription
 from tests.bench.bench_protocol_size import (
@@ -23,7 +24,6 @@ from tests.bench.bench_protocol_size import (
     java_subscription_v11_size,
     subscription_content,
 )
-from tests.protocol.strategies import assignment_infos, subscription_infos
 from tests.support.requirements import require_tools
 
 JAVA_SOURCE = Path(__file__).parent / "java" / "WireSize.java"

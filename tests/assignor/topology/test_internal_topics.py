@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from assignor.testing import sized_topologies
 from assignor.topology.internal_topics import (
     CopartitionFailure,
     InternalTopics,
@@ -18,7 +19,6 @@ from assignor.topology.internal_topics import (
 )
 from assignor.topology.model import Topology, TopologyBuilder
 from protocol.errors import AssignorError
-from tests.assignor.topology.topology_strategies import sized_topologies
 
 
 def topology(

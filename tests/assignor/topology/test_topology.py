@@ -8,8 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from assignor.testing import Plan, topology_plans
+from assignor.testing import build_plan as replay
 from assignor.topology.model import Topology, TopologyBuilder, TopologyError, changelog_topic_name
-from tests.assignor.topology.topology_strategies import Plan, replay, topology_plans
 
 
 def seed_figure_1() -> TopologyBuilder:

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from hypothesis import given
 
+from assignor.testing import topologies
 from assignor.topology.data_form import topology_from_json, topology_to_json
 from assignor.topology.model import Topology, TopologyError
-from tests.assignor.topology.topology_strategies import topologies
 
 README = Path(__file__).resolve().parents[3] / "README.md"
 
