@@ -302,6 +302,13 @@ class GroupMachine(RuleBasedStateMachine):
             violations = check_invariants(decision.ownership, decision.tasks,
                                           generation=record.generation,
                                           time_s=record.ended_at, replay=replay.command)
+            if len(record.members) > len(decision.ownership.active):
+                # Two incarnations of one process in one generation (it left before its first
+                # join completed: aiokafka sends no LeaveGroup then, so the old member stays
+                # until its session times out). The engine keys ownership by (process, thread)
+                # and the incarnations overwrite each other, so "unowned" cannot be judged
+                # here; the task is on the departed member and moves once it times out.
+                violations = [v for v in violations if v.kind != "unowned"]
             if violations:
                 raise self._fail(f"generation {record.generation}: {violations}")
             # A leader on an older build reads newer subscriptions as version headers only and
@@ -493,7 +500,11 @@ class GroupMachine(RuleBasedStateMachine):
         # Kafka's legacy sticky assignor keeps previous actives only up to floor(tasks /
         # threads) per thread, so an assignment that grew past that (after partitions were
         # added) is trimmed by the next rebalance: exact stickiness is the HA assignor's.
-        sticky = self.assignor == "high_availability"
+        # At v1 the probing follow-up is lost (test_findings), so a "settled" v1 group may
+        # still hold a warm-up that this rebalance promotes.
+        decision = self._last_decision()
+        sticky = self.assignor == "high_availability" and (
+            decision is not None and (decision.protocol_version or 0) >= 2)
         if sticky and live_after == live_before and (
                 after.active_process() != before.active_process()):
             moved = sorted(str(t) for t, p in after.active_process().items()
