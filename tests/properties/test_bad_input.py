@@ -97,8 +97,8 @@ def test_unreadable_members_get_an_error_of_their_own_and_the_rest_is_served(
 FUTURE = st.builds(
     lambda version, rest: msgpack.packb([version, version, 0x53, *rest]),
     st.integers(LATEST_VERSION + 1, 9),
-    st.lists(st.one_of(st.binary(max_size=8), st.integers(-(2**63), 2**64 - 1), st.text(max_size=8)),
-             max_size=4),
+    st.lists(st.one_of(st.binary(max_size=8), st.integers(-(2**63), 2**64 - 1),
+                       st.text(max_size=8)), max_size=4),
 )
 
 
