@@ -1,7 +1,7 @@
 """The group state machine (``group_machine``) under both task assignors.
 
-Budgets per hypothesis profile: ``ci`` (``make test``) a handful of short runs, ``deep``
-(``make test-deep``) a hundred times the examples and longer runs.
+Budgets per hypothesis profile: ``ci`` (``make test``) 50 runs of up to 12 steps, ``deep``
+(``make test-deep``) a hundred times the examples, of up to 20 steps.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from tests.properties.group_machine import HighAvailabilityMachine, LegacySticky
 
 _PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci")
 #: (examples, steps per example) per profile
-_BUDGET = {"ci": (8, 6), "dev": (8, 6), "deep": (800, 12)}[_PROFILE]
+_BUDGET = {"ci": (50, 12), "dev": (20, 12), "deep": (5000, 20)}.get(_PROFILE, (50, 12))
 
 MACHINE_SETTINGS = settings(
     max_examples=_BUDGET[0],
