@@ -14,12 +14,16 @@ from __future__ import annotations
 import logging
 
 import msgpack
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from assignor import TopologyBuilder
 from assignor.leader.pipeline import FUTURE_PROCESS_ID, LeaderResult, assign_group
-from assignor.testing import Group, groups, subscription_infos
-from protocol import AssignorError, ProtocolError
+from assignor.testing import Group, ProcessLayout, groups, subscription_infos
+from assignor.topology.internal_topics import InternalTopics, size_internal_topics
+from assignor.topology.tasks import plan_tasks
+from protocol import AssignorError, ProcessId, ProtocolError
 from protocol.codec import LATEST_VERSION, Codec
 from protocol.ids import TaskId
 from tests.assignor.leader.pipeline_support import check_served
@@ -139,3 +143,56 @@ def test_offset_sums_for_unknown_tasks_and_beyond_the_changelog_end_are_harmless
     if stateful:
         before = result.clients_before[liar.process_id]
         assert before.lag_for(stateful[0]) > 0
+
+
+# -- sizes at the limits ------------------------------------------------------------------------
+
+def _one_topic_group(processes: int, threads: int, partitions: int, *, stateful: bool) -> Group:
+    builder = TopologyBuilder("big")
+    builder.add_source("source", "in")
+    builder.add_processor("work", "source")
+    if stateful:
+        builder.add_state_store("store", "work")
+    topology = builder.build()
+    counts = {"in": partitions}
+    sizing = size_internal_topics(topology, counts)
+    assert isinstance(sizing, InternalTopics)
+    layout = plan_tasks(topology, sizing.source_partitions)
+    return Group(
+        topology=topology, partitions=counts, config={"num.standby.replicas": 1},
+        processes=tuple(ProcessLayout(name=f"p{i}", process_id=ProcessId.for_int(i + 1),
+                                      threads=threads) for i in range(processes)),
+        layout=layout, internal=sizing, end_sums=dict.fromkeys(layout.stateful, 1000),
+    )
+
+
+@pytest.mark.parametrize(("processes", "threads", "partitions", "stateful"), [
+    (2000, 1, 2000, True),      # 2,000 members, a stateful task and a standby each
+    (10, 2, 100_000, False),    # one topic of 100,000 partitions
+])
+def test_groups_at_the_size_limits_are_served(
+    processes: int, threads: int, partitions: int, stateful: bool
+) -> None:
+    logging.disable(logging.WARNING)
+    try:
+        group = _one_topic_group(processes, threads, partitions, stateful=stateful)
+        result = assign_group(group.topology, group.assignor_config(), group.group_input())
+    finally:
+        logging.disable(logging.NOTSET)
+    assert len(result.members) == processes * threads
+    if partitions <= 10_000:
+        _serve_honest(group, result, extra=set())
+        return
+    # check_served compares partition sets per task (quadratic here): the lean version
+    assert result.error is AssignorError.NONE, result.detail
+    owners: dict[TaskId, str] = {}
+    seen: set[object] = set()
+    for member, answer in result.members.items():
+        assert len(answer.partitions) == len(set(answer.partitions))
+        seen.update(answer.partitions)
+        for task in answer.info.active_tasks:
+            assert owners.setdefault(task, member) == member, f"{task} active twice"
+    assert set(owners) == set(group.layout.tasks)
+    assert len(seen) == partitions
+    first = next(iter(result.members.values()))
+    assert Codec().decode_assignment(first.user_data).active_tasks == first.info.active_tasks
