@@ -171,6 +171,8 @@ def machine_groups(assignor: str) -> st.SearchStrategy[Group]:
         processes=st.integers(1, 3),
         threads=st.integers(1, 3),
         config=configs(assignor=assignor, recovery_lag=st.sampled_from([10_000, 0])),
+        # mostly the newest build: tags, racks and static ids travel from v3 on
+        builds=st.sampled_from([LATEST_VERSION, LATEST_VERSION, 2, 1]),
         max_partitions=4,
     )
 
@@ -277,6 +279,9 @@ class GroupMachine(RuleBasedStateMachine):
         elif self.assignor == "legacy_sticky":
             self._check_legacy_balance(ownership, why)
         self._check_threads(ownership, why)
+        # client tags travel from v3 on; the legacy sticky assignor ignores them (as Kafka's)
+        if self.assignor == "high_availability" and (decision.protocol_version or 0) >= 3:
+            self._check_tag_spread(ownership, live, why)
         self.settled_at = (ownership, live)
 
     def _last_decision(self) -> Any:
@@ -396,6 +401,33 @@ class GroupMachine(RuleBasedStateMachine):
         for process, counts in per_process.items():
             if max(counts) - min(counts) > 1:
                 raise self._fail(f"{why}: {process}'s threads hold {counts} tasks")
+
+    def _check_tag_spread(self, ownership: Ownership, live: frozenset[str], why: str) -> None:
+        """With ``rack.aware.assignment.tags``, a stateful task whose active runs on process A
+        has a standby on a process that differs from A in every tag, whenever such a live
+        process exists (Kafka's client-tag-aware standby assignor places the first standby
+        there, whatever its load)."""
+        keys = self.replay.scenario.assignor_config().rack_aware_assignment_tags
+        if not keys or self._standbys() == 0:
+            return
+        tags = {name: self.replay.sims[name].spec.tags for name in live}
+
+        def apart(a: str, b: str) -> bool:
+            return all(tags[a].get(k) != tags[b].get(k) for k in keys)
+
+        holders: dict[TaskId, set[str]] = {}
+        for (process, _), held in ownership.standby.items():
+            for task in held:
+                holders.setdefault(task, set()).add(process)
+        for task, owner in ownership.active_process().items():
+            if task not in self.replay.layout.stateful:
+                continue
+            if any(apart(owner, other) for other in live if other != owner) and not any(
+                    apart(owner, p) for p in holders.get(task, ())):
+                raise self._fail(
+                    f"{why}: {task} is active on {owner} {dict(tags[owner])}; its standbys on "
+                    f"{sorted(holders.get(task, ()))} share a tag with it although a process "
+                    f"differing in every tag of {list(keys)} is live")
 
     def _check_version(self, used: int | None, why: str) -> None:
         newest_common = min(sim.version for sim in self.replay.sims.values() if sim.up)
