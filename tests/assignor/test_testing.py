@@ -4,14 +4,22 @@ and shrink to small readable examples."""
 from __future__ import annotations
 
 from random import Random
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, find, given, settings
 from hypothesis import strategies as st
 
-from assignor import TopologyBuilder
+from assignor import Topology, TopologyBuilder
 from assignor.config import AssignorConfig
-from assignor.testing import Group, configs, groups, process_layouts, topology_data
+from assignor.testing import (
+    Group,
+    ProcessLayout,
+    configs,
+    groups,
+    process_layouts,
+    topology_data,
+)
 from assignor.topology.data_form import topology_from_data
 from protocol import TaskId
 from protocol.codec import Codec
@@ -21,7 +29,7 @@ FEW = settings(max_examples=max(10, settings().max_examples // 8),
                suppress_health_check=[HealthCheck.too_slow])
 
 
-def _orders() -> object:
+def _orders() -> Topology:
     builder = TopologyBuilder("shop")
     builder.add_source("orders", "orders")
     builder.add_processor("count", "orders").add_state_store("counts", "count")
@@ -59,7 +67,7 @@ def test_every_view_of_a_group_is_valid(group: Group) -> None:
 @FEW
 @given(process_layouts(st.integers(1, 6), threads=st.integers(1, 16),
                        stateful=[TaskId(0, p) for p in range(4)]))
-def test_process_layouts_have_distinct_ids_and_sensible_state(layouts: list) -> None:
+def test_process_layouts_have_distinct_ids_and_sensible_state(layouts: list[ProcessLayout]) -> None:
     assert len({p.process_id for p in layouts}) == len(layouts)
     for layout in layouts:
         assert 1 <= layout.threads <= 16
@@ -70,7 +78,7 @@ def test_process_layouts_have_distinct_ids_and_sensible_state(layouts: list) -> 
 
 @FEW
 @given(configs())
-def test_configs_are_valid_assignor_configs(entries: dict) -> None:
+def test_configs_are_valid_assignor_configs(entries: dict[str, Any]) -> None:
     AssignorConfig.model_validate(entries)
 
 
@@ -81,7 +89,7 @@ def test_a_bad_pinned_config_fails_naming_the_key() -> None:
 
 @FEW
 @given(topology_data())
-def test_topology_data_round_trips(data: dict) -> None:
+def test_topology_data_round_trips(data: dict[str, Any]) -> None:
     assert topology_from_data(data).to_data() == data
 
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable, Coroutine, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from hypothesis import note
@@ -76,12 +76,9 @@ SPARES = 2
 
 @dataclass
 class Checked:
-    """What the machine has verified so far."""
+    """What the machine has verified so far: every stable generation up to ``generation``."""
 
     generation: int = 0
-    #: the last stable ownership seen, and the generation it came from
-    last: Ownership | None = None
-    events: list[Event] = field(default_factory=list)
 
 
 class SteppedReplay:
@@ -323,7 +320,6 @@ class GroupMachine(RuleBasedStateMachine):
             if max(builds, default=0) <= self.replay.sims[decision.leader[0]].version:
                 self._check_standbys(decision.ownership, decision.processes, decision.tasks,
                                      record.generation)
-            self.checked.last = decision.ownership
 
     def _check_standbys(self, ownership: Ownership, processes: int, tasks: Iterable[TaskId],
                         generation: int) -> None:

@@ -23,7 +23,7 @@ from assignor.leader.pipeline import FUTURE_PROCESS_ID, LeaderResult, assign_gro
 from assignor.testing import Group, ProcessLayout, groups, subscription_infos
 from assignor.topology.internal_topics import InternalTopics, size_internal_topics
 from assignor.topology.tasks import plan_tasks
-from protocol import AssignorError, ProcessId, ProtocolError
+from protocol import AssignmentInfo, AssignorError, ProcessId, ProtocolError
 from protocol.codec import LATEST_VERSION, Codec
 from protocol.ids import TaskId
 from tests.assignor.leader.pipeline_support import check_served
@@ -91,6 +91,7 @@ def test_unreadable_members_get_an_error_of_their_own_and_the_rest_is_served(
     assert set(result.rejected) == set(extra)
     for member in extra:
         info = Codec(1).decode_assignment(result.members[member].user_data)
+        assert isinstance(info, AssignmentInfo)
         assert info.error_code is AssignorError.ASSIGNMENT_ERROR
         assert result.members[member].partitions == ()
         assert any(member in line for line in lines.seen), member
@@ -195,4 +196,6 @@ def test_groups_at_the_size_limits_are_served(
     assert set(owners) == set(group.layout.tasks)
     assert len(seen) == partitions
     first = next(iter(result.members.values()))
-    assert Codec().decode_assignment(first.user_data).active_tasks == first.info.active_tasks
+    decoded = Codec().decode_assignment(first.user_data)
+    assert isinstance(decoded, AssignmentInfo)
+    assert decoded.active_tasks == first.info.active_tasks
