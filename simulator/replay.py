@@ -26,7 +26,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from types import SimpleNamespace
+from types import MappingProxyType, SimpleNamespace
 from typing import Any
 
 from aiokafka.cluster import ClusterMetadata
@@ -35,6 +35,7 @@ from aiokafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitio
 from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment
 
 from assignor.adapter.streams_assignor import (
+    DEFAULT_END_OFFSETS_MAX_AGE_MS,
     StreamsPartitionAssignor,
     StreamsProcess,
     derive_process_id,
@@ -154,8 +155,8 @@ class _HostedAssignor:
         replay.advance()
         replay.state.stop(self._sim.name, self._thread)
         process = self._sim.process
-        if process is not None:  # what _RefreshingListener does before every join
-            process.set_changelog_end_offsets(replay.state.end_offsets(replay.layout.changelogs))
+        if process is not None:
+            replay.refresh_end_offsets(process)
         return self.inner.metadata(topics)
 
     def assign(self, cluster: ClusterMetadata, members: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -274,6 +275,7 @@ class Replay:
         self.state = StateModel(scenario.dynamics, self.layout.tasks, self.layout.stateful)
         self.sims = {spec.name: _Sim(spec) for spec in scenario.processes}
         self.decisions: dict[int, _Decision] = {}
+        self._snapshot: tuple[tuple[int, int], Mapping[TopicPartition, int]] | None = None
         self._threads_by_client: dict[str, Thread] = {
             f"{spec.name}-{thread}": (spec.name, thread)
             for spec in scenario.processes
@@ -318,6 +320,25 @@ class Replay:
     def advance(self) -> None:
         self.state.advance(self.clock.time())
 
+    def refresh_end_offsets(self, process: StreamsProcess) -> None:
+        """What the adapter's rebalance listener does before every join: refresh the process's
+        changelog end-offset snapshot unless it is younger than the adapter's maximum age.
+
+        One read-only snapshot per virtual instant is shared by every process (nothing in the
+        adapter mutates it): building and copying thousands of offsets per consumer cost more
+        than the assignor on groups of hundreds of members."""
+        now_ms = int(self.clock.time() * 1000)
+        fetched = process.end_offsets_fetched_at_ms
+        if (fetched is not None and process.changelog_end_offsets is not None
+                and now_ms - fetched < DEFAULT_END_OFFSETS_MAX_AGE_MS):
+            return
+        key = (now_ms, id(self.layout))
+        if self._snapshot is None or self._snapshot[0] != key:
+            offsets = self.state.end_offsets(self.layout.changelogs)
+            self._snapshot = (key, MappingProxyType(offsets))
+        process.changelog_end_offsets = self._snapshot[1]
+        process.end_offsets_fetched_at_ms = now_ms
+
     # -- processes ----------------------------------------------------------------------------
     def _process_id(self, sim: _Sim) -> ProcessId:
         if sim.spec.static:
@@ -330,7 +351,7 @@ class Replay:
         if sim.up:
             return
         self.advance()
-        spec, timeouts, clock = sim.spec, self.scenario.timeouts, self.clock
+        spec, clock = sim.spec, self.clock
         sim.up = True
         sim.members, sim.hosted = [], []
         sim.process = None
@@ -357,24 +378,8 @@ class Replay:
             else:
                 inner = _peer_assignor(self.scenario.assignor, f"{sim.name}_{thread}")
             hosted = _HostedAssignor(self, sim, thread, inner)
-            member = ShimMember(
-                self.coordinator,
-                group_id=self.topology.application_id,
-                assignors=[hosted],
-                topics=sorted(self.topology.source_topics),
-                cluster=self.cluster,
-                client_id=f"{sim.name}-{thread}",
-                group_instance_id=instance,
-                session_timeout_ms=timeouts.session_timeout_ms,
-                rebalance_timeout_ms=timeouts.rebalance_timeout_ms,
-                heartbeat_interval_ms=timeouts.heartbeat_interval_ms,
-            )
-            hosted.member = member
-            if isinstance(inner, StreamsPartitionAssignor):
-                inner.bind(SimpleNamespace(_coordinator=member))
-            sim.members.append(member)
             sim.hosted.append(hosted)
-            member.start()
+            sim.members.append(self._member(hosted, f"{sim.name}-{thread}", instance))
 
     async def stop(self, sim: _Sim, *, graceful: bool, wipe: bool = False) -> None:
         """The process goes away: cleanly (LeaveGroup if dynamic) or killed; disk kept or not."""
@@ -395,7 +400,13 @@ class Replay:
 
     async def pause(self, sim: _Sim, duration_s: float) -> None:
         """No heartbeats and no processing for ``duration_s``, then the same process resumes
-        (same StreamsProcess and assignors, memory intact) with new consumer sessions."""
+        (same StreamsProcess and assignors, memory intact) with new consumer sessions.
+
+        The shim has no way to stop a member's heartbeats and resume them, so the pause ends
+        with new ``ShimMember`` sessions: a static member takes its place back without a
+        rebalance, as in aiokafka, but a dynamic one joins as a new member (one rebalance more
+        than aiokafka, whose consumer would resume heartbeating under its old id if the pause
+        was shorter than the session timeout)."""
         if not sim.up:
             return
         self.advance()
@@ -406,27 +417,31 @@ class Replay:
         self.advance()
         if not sim.up:
             return
+        sim.members = [
+            self._member(hosted, old.client_id, old.group_instance_id)
+            for old, hosted in zip(sim.members, sim.hosted, strict=True)
+        ]
+
+    def _member(self, hosted: _HostedAssignor, client_id: str, instance: str | None
+                ) -> ShimMember:
+        """A started consumer session around ``hosted`` (bound for follow-up rebalances)."""
         timeouts = self.scenario.timeouts
-        resumed = []
-        for old, hosted in zip(sim.members, sim.hosted, strict=True):
-            member = ShimMember(
-                self.coordinator,
-                group_id=old.group_id,
-                assignors=[hosted],
-                topics=old.topics,
-                cluster=self.cluster,
-                client_id=old.client_id,
-                group_instance_id=old.group_instance_id,
-                session_timeout_ms=timeouts.session_timeout_ms,
-                rebalance_timeout_ms=timeouts.rebalance_timeout_ms,
-                heartbeat_interval_ms=timeouts.heartbeat_interval_ms,
-            )
-            hosted.member = member
-            if isinstance(hosted.inner, StreamsPartitionAssignor):
-                hosted.inner.bind(SimpleNamespace(_coordinator=member))
-            resumed.append(member)
-            member.start()
-        sim.members = resumed
+        member = ShimMember(
+            self.coordinator,
+            group_id=self.topology.application_id,
+            assignors=[hosted],
+            topics=sorted(self.topology.source_topics),
+            cluster=self.cluster,
+            client_id=client_id,
+            group_instance_id=instance,
+            session_timeout_ms=timeouts.session_timeout_ms,
+            rebalance_timeout_ms=timeouts.rebalance_timeout_ms,
+            heartbeat_interval_ms=timeouts.heartbeat_interval_ms,
+        )
+        hosted.member = member
+        if isinstance(hosted.inner, StreamsPartitionAssignor):
+            hosted.inner.bind(SimpleNamespace(_coordinator=member))
+        return member.start()
 
     def _later(self, delay: float, action: Callable[[], Any]) -> None:
         """Run ``action`` (sync, or returning a coroutine) after ``delay`` virtual seconds."""

@@ -37,6 +37,10 @@ from simulator.scenarios import StateDynamics
 _EPSILON = 1e-6
 
 
+#: available tasks, restoring tasks per (process, thread), processing (process, task) pairs
+_Scan = tuple[set[int], dict[tuple[str, int], list[int]], list[tuple[str, int]]]
+
+
 @dataclass(slots=True)
 class _Thread:
     """One stream thread of one process: its tasks (by index), and whether it runs them now."""
@@ -71,6 +75,9 @@ class StateModel:
         self._disk: dict[str, dict[int, float]] = {}
         self._threads: dict[str, dict[int, _Thread]] = {}
         self._unavailable: list[float] = []
+        #: bumped by every change; ``_scan`` is cached against it (the replay asks often)
+        self._version = 0
+        self._scanned: tuple[int, _Scan] | None = None
         #: records restored by active tasks (standby catch-up is counted apart)
         self.restored = 0.0
         self.standby_replayed = 0.0
@@ -102,6 +109,7 @@ class StateModel:
         self, tasks: Iterable[TaskId], stateful: Iterable[TaskId], *, initial_records: float = 0.0
     ) -> None:
         """New tasks (at start, or after partitions were added) with changelogs of that size."""
+        self._version += 1
         stateful_set = set(stateful)
         for task in tasks:
             if task in self._index:
@@ -117,6 +125,7 @@ class StateModel:
 
     def add_process(self, process: str, behind: Mapping[TaskId, float] | None = None) -> None:
         """A process's disk: ``behind`` maps tasks to how far their local state trails the end."""
+        self._version += 1
         disk = self._disk.setdefault(process, {})
         for task, lag in (behind or {}).items():
             i = self._index.get(task)
@@ -127,6 +136,7 @@ class StateModel:
 
     def stop(self, process: str, thread: int | None = None) -> None:
         """The thread (every thread if ``None``) stops processing: a rebalance began for it."""
+        self._version += 1
         for index, state in self._threads.get(process, {}).items():
             if thread is None or index == thread:
                 state.running = False
@@ -135,6 +145,7 @@ class StateModel:
         self, process: str, thread: int, active: Iterable[TaskId], standby: Iterable[TaskId]
     ) -> None:
         """The thread got its assignment and runs it from now on."""
+        self._version += 1
         actives, standbys = self._indices(active), self._indices(standby)
         self._threads.setdefault(process, {})[thread] = _Thread(actives, standbys, True)
         disk = self._disk.setdefault(process, {})
@@ -144,11 +155,13 @@ class StateModel:
 
     def crash(self, process: str, *, wipe: bool = False) -> None:
         """The process is gone: its threads and their tasks vanish; its disk stays unless wiped."""
+        self._version += 1
         self._threads[process] = {}
         if wipe:
             self._disk[process] = {}
 
     def wipe(self, process: str) -> None:
+        self._version += 1
         self._disk[process] = {}
 
     # -- what the process reports, what the leader reads --------------------------------------
@@ -200,23 +213,30 @@ class StateModel:
                         owners.setdefault(self.tasks[i], []).append((process, index))
         return owners
 
-    def _scan(self) -> tuple[set[int], dict[tuple[str, int], list[int]], list[tuple[str, int]]]:
+    def _scan(self) -> _Scan:
         """One pass over the running threads: tasks available, tasks restoring per thread,
-        and the (process, task) pairs processing."""
+        and the (process, task) pairs processing. Cached until the next change."""
+        if self._scanned is not None and self._scanned[0] == self._version:
+            return self._scanned[1]
         available: set[int] = set()
         restoring: dict[tuple[str, int], list[int]] = {}
         processing: list[tuple[str, int]] = []
+        ends = self._end
         for process, threads in self._threads.items():
+            disk = self._disk.get(process, {})
             for index, state in threads.items():
                 if not state.running:
                     continue
                 for i in state.active:
-                    if self._caught_up(process, i):
+                    end = ends[i]
+                    if end is None or disk.get(i, -1.0) >= end - _EPSILON:
                         available.add(i)
                         processing.append((process, i))
                     else:
                         restoring.setdefault((process, index), []).append(i)
-        return available, restoring, processing
+        scan = (available, restoring, processing)
+        self._scanned = (self._version, scan)
+        return scan
 
     def available(self) -> set[TaskId]:
         """Tasks with a processing active owner right now."""
@@ -267,6 +287,7 @@ class StateModel:
             finish = self._next_finish(restoring)
             step = remaining if finish is None else min(remaining, max(finish, 0.0))
             self._segment(step, available, restoring, processing)
+            self._version += 1
             self.now = now if step == remaining else self.now + step
         self.now = max(self.now, now)
 

@@ -87,8 +87,9 @@ def main() -> None:
             replay_module.replay(generate(family, params, seed))
         wall = time.perf_counter() - began
         shim = wall - _spent["assignor"] - _spent["engine"]
+        threads = "1-16" if family == "skewed" else params.get("threads", 2)
         size = ("random (Kafka's)" if family == "perturbation"
-                else f"{params.get('processes', 4)}p x {params.get('threads', 2)}t")
+                else f"{params.get('processes', 4)}p x {threads}t")
         print(f"{family:17} {size:>18} {count / wall:7.2f} {wall / count:7.3f} "
               f"{_spent['assignor'] / wall:8.0%} {_spent['engine'] / wall:7.0%} "
               f"{shim / wall:6.0%}", flush=True)

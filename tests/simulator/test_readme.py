@@ -50,3 +50,14 @@ def test_the_error_example_is_what_the_command_says(
     shown = re.search(r"`error: bad\.toml: (.*?)`", _section())
     assert shown is not None
     assert capsys.readouterr().err.strip() == f"error: {bad}: {shown.group(1)}"
+
+
+def test_every_row_field_is_documented() -> None:
+    from dataclasses import fields
+
+    from simulator.metrics import RebalanceRow, ScenarioRow
+
+    section = _section()
+    missing = [f.name for row in (RebalanceRow, ScenarioRow) for f in fields(row)
+               if f"`{f.name}`" not in section]
+    assert missing == []

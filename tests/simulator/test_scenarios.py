@@ -65,6 +65,8 @@ def test_every_event_kind_round_trips_through_toml(tmp_path: Path) -> None:
         (lambda d: d["processes"][0].update(protocol_version=9),
          "processes[0].protocol_version"),
         (lambda d: d["processes"][0].update(endpoint="nohost"), "processes[0].endpoint"),
+        (lambda d: d["processes"][0].update(initial_state={"x": 1}),
+         "'x' is not a task id like '1_0'"),
         (lambda d: d["config"].update({"num.standby.replicas": -1}), "num.standby.replicas"),
         (lambda d: d["partitions"].update(other=3), "partitions: ['other']"),
         (lambda d: d["topology"]["subtopologies"][0].update(source_topics=[]),
