@@ -206,8 +206,6 @@ class GroupMachine(RuleBasedStateMachine):
         self.checked = Checked()
         #: ownership when the group last settled, with the processes that were live then
         self.settled_at: tuple[Ownership, frozenset[str]] | None = None
-        #: the last settled state and the events applied since (None: not settled before)
-        self.since_settled: tuple[tuple[Ownership, frozenset[str]], list[Event]] | None = None
         #: virtual time at which each paused process resumes
         self.paused_until: dict[str, float] = {}
 
@@ -281,9 +279,7 @@ class GroupMachine(RuleBasedStateMachine):
         # client tags travel from v3 on; the legacy sticky assignor ignores them (as Kafka's)
         if self.assignor == "high_availability" and (decision.protocol_version or 0) >= 3:
             self._check_tag_spread(ownership, live, why)
-        self._check_departure(ownership, live, decision.protocol_version, why)
         self.settled_at = (ownership, live)
-        self.since_settled = None
 
     def _last_decision(self) -> Any:
         replay = self.replay
@@ -429,26 +425,6 @@ class GroupMachine(RuleBasedStateMachine):
                     f"{sorted(holders.get(task, ()))} share a tag with it although a process "
                     f"differing in every tag of {list(keys)} is live")
 
-    def _check_departure(self, ownership: Ownership, live: frozenset[str], version: int | None,
-                         why: str) -> None:
-        """Moves per membership change are bounded: when the only change since the group was
-        last settled is one process leaving (gracefully or not), no surviving process loses an
-        stateful active task (Kafka's ``shouldProduceMaximallyStickyAssignmentWhenMemberLeaves``;
-        stateless tasks are dealt by load alone and may move)."""
-        if self.since_settled is None or self.assignor != "high_availability":
-            return
-        (before, live_before), events = self.since_settled
-        if (version or 0) < 2 or len(events) != 1 or not isinstance(
-                events[0], LeaveEvent | CrashEvent) or live != live_before - {events[0].process}:
-            return
-        owner_after = ownership.active_process()
-        stateful = self.replay.layout.stateful  # HA deals stateless tasks by load alone
-        lost = sorted(str(t) for t, p in before.active_process().items()
-                      if t in stateful and p in live and owner_after.get(t) != p)
-        if lost:
-            raise self._fail(f"{why}: after {events[0].process} left, surviving processes lost "
-                             f"active tasks {lost}")
-
     def _check_version(self, used: int | None, why: str) -> None:
         newest_common = min(sim.version for sim in self.replay.sims.values() if sim.up)
         if used != newest_common:
@@ -565,12 +541,8 @@ class GroupMachine(RuleBasedStateMachine):
 
     def _event(self, make: Callable[[float], Event], data: st.DataObject) -> None:
         assert self.sim is not None
-        if self.settled_at is not None:
-            self.since_settled = (self.settled_at, [])
         self.settled_at = None
-        event = self.sim.apply(make)
-        if self.since_settled is not None:
-            self.since_settled[1].append(event)
+        self.sim.apply(make)
         self.sim.wait(data.draw(st.sampled_from([0.0, 0.5, 5.0]), label="then wait s"))
 
 
