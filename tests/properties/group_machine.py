@@ -511,6 +511,10 @@ class GroupMachine(RuleBasedStateMachine):
     def settle(self) -> None:
         self._settle_and_check("settle")
 
+    # Not asserted: "a process leaving costs the survivors none of their actives". Kafka's HA
+    # assignor deals stateful tasks round-robin and moves only those that land on a client that
+    # is not caught up, so after a departure tasks may move between caught-up survivors (found
+    # by this machine: 3 one-thread processes, 4 stateful tasks, p0 leaves).
     @precondition(lambda self: self.settled_at is not None)
     @rule(data=st.data())
     def rebalance(self, data: st.DataObject) -> None:
