@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PUBLIC_ROOTS = {"assignor", "protocol", "simulator", "simulator.shim"}
+PUBLIC_ROOTS = {"assignor", "assignor.testing", "protocol", "simulator", "simulator.shim"}
 PROJECT_ROOTS = ("assignor", "protocol", "simulator", "tests")
 
 

@@ -15,11 +15,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from assignor.testing import assignment_infos, subscription_infos
 from protocol import AssignmentInfo, ProtocolError, SubscriptionInfo, VersionHeader
 from protocol.codec import LATEST_VERSION, Codec, encode_assignment, encode_subscription
 from tests.protocol.limit_payloads import DEEPLY_NESTED
 from tests.protocol.revalidate import revalidate
-from tests.protocol.strategies import assignment_infos, subscription_infos
 
 # Generated messages are costly to draw; most mutation examples start from a fixed corpus.
 

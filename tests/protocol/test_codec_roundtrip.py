@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from assignor.testing import assignment_infos, subscription_infos
 from protocol import (
     AssignmentInfo,
     AssignorError,
@@ -26,7 +27,6 @@ from protocol.codec import (
     encode_subscription,
 )
 from tests.protocol.expected import assignment_as_read, subscription_as_read
-from tests.protocol.strategies import assignment_infos, subscription_infos
 
 
 def test_three_real_versions() -> None:

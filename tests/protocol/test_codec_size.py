@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from assignor.testing import assignment_infos, subscription_infos
 from protocol import AssignmentInfo, SubscriptionInfo
 from protocol.codec import encode_assignment, encode_subscription
 from tests.protocol.sizes import (
@@ -22,7 +23,6 @@ from tests.protocol.sizes import (
     java_subscription_v11_size,
     subscription_content,
 )
-from tests.protocol.strategies import assignment_infos, subscription_infos
 from tests.support.jvm import JavaHarness, build_harness
 from tests.support.requirements import require_tools
 

@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from assignor.testing import assignment_infos, subscription_infos
 from protocol import AssignmentInfo, AssignorError, ProtocolError, SubscriptionInfo, VersionHeader
 from protocol.codec import SUPPORTED_VERSIONS, Codec
 from tests.protocol.expected import assignment_as_read, subscription_as_read
-from tests.protocol.strategies import assignment_infos, subscription_infos
 
 builds = st.sampled_from(SUPPORTED_VERSIONS)
 

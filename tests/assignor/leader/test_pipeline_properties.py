@@ -17,13 +17,13 @@ from assignor.config import AssignorConfig
 from assignor.leader.decode import FUTURE_PROCESS_ID
 from assignor.leader.model import GroupInput, MemberSubscription
 from assignor.leader.pipeline import assign_group
+from assignor.testing import sized_topologies
 from assignor.topology.internal_topics import InternalTopics, size_internal_topics
 from assignor.topology.tasks import plan_tasks
 from protocol.codec import Codec
 from protocol.ids import HostInfo, ProcessId, TaskId
 from protocol.messages import LATEST_OFFSET, UNKNOWN_OFFSET_SUM, SubscriptionInfo
 from tests.assignor.leader.pipeline_support import check_served
-from tests.assignor.topology.topology_strategies import sized_topologies
 
 
 @st.composite

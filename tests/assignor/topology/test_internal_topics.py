@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from assignor.testing import sized_topologies
 from assignor.topology._java_order import string_hash
 from assignor.topology.builder import TopologyBuilder
 from assignor.topology.copartition import kafka_copartition_groups
@@ -25,7 +26,6 @@ from assignor.topology.internal_topics import (
 )
 from assignor.topology.model import Topology
 from protocol.errors import AssignorError
-from tests.assignor.topology.topology_strategies import sized_topologies
 
 
 def topology(

@@ -7,6 +7,7 @@ import pickle
 import pytest
 from hypothesis import given
 
+from assignor.testing import sized_topologies
 from assignor.topology.builder import TopologyBuilder
 from assignor.topology.internal_topics import InternalTopics, size_internal_topics
 from assignor.topology.model import Topology
@@ -18,7 +19,6 @@ from assignor.topology.tasks import (
     stateful_tasks,
 )
 from protocol.ids import TaskId, TopicPartition
-from tests.assignor.topology.topology_strategies import sized_topologies
 
 
 def seed_example() -> Topology:

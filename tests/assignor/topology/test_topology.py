@@ -8,10 +8,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from assignor.testing import Plan, topology_plans
+from assignor.testing import build_plan as replay
 from assignor.topology.builder import TopologyBuilder
 from assignor.topology.copartition import kafka_copartition_groups
 from assignor.topology.model import Topology, TopologyError, changelog_topic_name
-from tests.assignor.topology.topology_strategies import Plan, replay, topology_plans
 
 
 def seed_figure_1() -> TopologyBuilder:

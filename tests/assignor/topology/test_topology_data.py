@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 
+from assignor.testing import topologies
 from assignor.topology.data_form import (
     topology_from_data,
     topology_from_json,
@@ -18,7 +19,6 @@ from assignor.topology.data_form import (
     topology_to_json,
 )
 from assignor.topology.model import Topology, TopologyError
-from tests.assignor.topology.topology_strategies import topologies
 
 README = Path(__file__).resolve().parents[3] / "README.md"
 

@@ -1,13 +1,9 @@
-"""Hypothesis strategies for every protocol model; other test packages import these.
-
-Every strategy builds models through their validating constructors, so a generated value is one
-the rest of the code may legitimately receive. Small numbers are favoured (real clusters have few
-subtopologies and modest partition counts) but the full int32/int64 ranges are reachable.
-"""
+"""Strategies for protocol values: ids, offset sums, subscriptions, assignments, any version."""
 
 from __future__ import annotations
 
 import string
+from typing import TypeVar
 
 from hypothesis import strategies as st
 
@@ -25,15 +21,18 @@ from protocol import (
     VersionHeader,
 )
 from protocol.codec import LATEST_VERSION
+from protocol.ids import INT32_MAX, INT64_MAX
 
-INT32_MAX = 2**31 - 1
-INT64_MAX = 2**63 - 1
+T = TypeVar("T")
+
+# -- protocol values ----------------------------------------------------------------------------
+
 
 _KAFKA_TOPIC_CHARS = string.ascii_letters + string.digits + "._-"
 #: Any character that UTF-8 can carry (no lone surrogates).
-_ANY_CHAR = st.characters(blacklist_categories=("Cs",))
+_ANY_CHAR = st.characters(codec="utf-8")
 #: No whitespace: HostInfo rejects it.
-_HOST_CHAR = st.characters(blacklist_categories=("Cs", "Cc", "Zs", "Zl", "Zp"))
+_HOST_CHAR = st.characters(exclude_categories=("Cs", "Cc", "Zs", "Zl", "Zp"))
 
 
 def small_or_any(high: int, small: int = 40) -> st.SearchStrategy[int]:

@@ -1,28 +1,21 @@
-"""Hypothesis strategies for topologies and cluster metadata, for any test that needs them.
-
-``topology_plans()`` draws a *plan*: the list of builder calls an application would make
-(sources, processors, stores, sinks, repartition topics, copartition groups). A plan is plain
-data, so a test can replay it, replay it with parents listed in another order, or check the
-builder against an independent model. ``topologies()`` replays plans into ``Topology`` values and
-``sized_topologies()`` adds partition counts for every external source topic.
-
-Typical use::
-
-    @given(sized_topologies())
-    def test_something(case):
-        topology, counts = case
-"""
+"""Strategies for topologies (builder calls as data, built, data form) and cluster metadata."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from hypothesis import strategies as st
 
 from assignor.topology.builder import TopologyBuilder
+from assignor.topology.data_form import topology_to_data
 from assignor.topology.model import Topology, TopologyError
+
+T = TypeVar("T")
+
+
+# -- topologies and cluster metadata ------------------------------------------------------------
 
 APPLICATION_ID = "app"
 
@@ -44,7 +37,7 @@ class Plan:
     repartition_topics: tuple[str, ...] = field(default=())
 
 
-def replay(plan: Plan, *, reorder: Any = None) -> Topology:
+def build_plan(plan: Plan, *, reorder: Any = None) -> Topology:
     """Build the plan; ``reorder`` (a function on tuples) may permute every parent list and
     every store's processor list, which must not change the result."""
     shuffle = reorder or (lambda names: names)
@@ -128,7 +121,7 @@ def topology_plans(
             steps.append(Step("copartition", "", tuple(group)))
     plan = Plan(tuple(steps), tuple(external), tuple(repartitions))
     try:
-        replay(plan)
+        build_plan(plan)
     except TopologyError:
         # only a join of repartition topics with different enforced counts is refused at
         # build time; keep the plan without its joins
@@ -141,7 +134,7 @@ def topology_plans(
 
 
 def topologies(**kwargs: Any) -> st.SearchStrategy[Topology]:
-    return topology_plans(**kwargs).map(replay)
+    return topology_plans(**kwargs).map(build_plan)
 
 
 def partition_counts(
@@ -153,7 +146,7 @@ def partition_counts(
 
 @st.composite
 def sized_topologies(
-    draw: st.DrawFn, *, max_partitions: int = 8, **kwargs: Any
+    draw: st.DrawFn, /, *, max_partitions: int = 8, **kwargs: Any
 ) -> tuple[Topology, dict[str, int]]:
     """A topology and metadata in which every external source topic exists."""
     topology = draw(topologies(**kwargs))
@@ -161,3 +154,8 @@ def sized_topologies(
         partition_counts(sorted(topology.external_source_topics), max_partitions=max_partitions)
     )
     return topology, counts
+
+
+def topology_data(**kwargs: Any) -> st.SearchStrategy[dict[str, Any]]:
+    """Topologies in their JSON-ready data form (``topology_from_data`` reads them back)."""
+    return topologies(**kwargs).map(topology_to_data)
