@@ -183,11 +183,12 @@ def jobs(cases: Sequence[Case], assignors: Sequence[str]) -> list[Job]:
 def batches(cases: Sequence[Case], assignors: Sequence[str], parallelism: int,
             max_jobs: int = 16) -> list[list[Job]]:
     """The jobs cut into Spark partitions: at most ``max_jobs`` each, and about
-    ``total cost / (8 x parallelism)`` of cost each, so every core gets several batches (load
-    balance, progress) and a batch of big groups holds few of them."""
+    ``total cost / (64 x parallelism)`` of cost each, so every core gets many batches (load
+    balance) and a big group runs alone in its batch (the driver counts finished replays when a
+    batch ends, so a batch of big groups would hold the progress bar still for minutes)."""
     cost = {c.case_id: c.cost for c in cases}
     ordered = jobs(cases, assignors)
-    budget = max(1, sum(cost[j[0]] for j in ordered) // max(1, 8 * parallelism))
+    budget = max(1, sum(cost[j[0]] for j in ordered) // max(1, 64 * parallelism))
     out: list[list[Job]] = []
     current: list[Job] = []
     spent = 0

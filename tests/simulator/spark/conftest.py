@@ -43,3 +43,15 @@ def local_spark() -> Iterator[Any]:
 
     with session("local[2]", app_name="streams-assignor tests") as spark:
         yield spark
+
+
+@pytest.fixture(scope="session")
+def small_sweep(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The tests' sweep on ``local[2]``, run once for every module (its own session)."""
+    require_spark()
+    from simulator.spark.sweep import SweepOptions, sweep
+
+    options = SweepOptions(mix=str(SMALL["mix"]), scenarios=int(SMALL["scenarios"]),
+                           seed=int(SMALL["seed"]), out=tmp_path_factory.mktemp("sweep-local"),
+                           master="local[2]")
+    return sweep(options)

@@ -27,8 +27,8 @@ def _run(spark: Any, out: Path) -> Any:
 
 
 @pytest.fixture(scope="module")
-def first(local_spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
-    return _run(local_spark, tmp_path_factory.mktemp("sweep-a"))
+def first(small_sweep: Any) -> Any:
+    return small_sweep
 
 
 def _table(out: Path, name: str) -> Any:
