@@ -161,6 +161,72 @@ def _rack_loss(p: dict[str, Any], rng: random.Random) -> tuple[list[Any], list[A
                         "value": zone}]
 
 
+def _skewed(p: dict[str, Any], rng: random.Random) -> tuple[list[Any], list[Any]]:
+    processes = _processes(p, p["processes"])
+    for spec in processes:
+        spec["threads"] = rng.randint(1, p["max_threads"])
+    victim = f"p{rng.randrange(p['processes'])}"
+    events = [{"kind": "restart", "at": _jitter(rng, 60.0), "process": victim,
+               "down_s": p["down_s"], "graceful": False}]
+    return processes, events
+
+
+def _cold_start(p: dict[str, Any], rng: random.Random) -> tuple[list[Any], list[Any]]:
+    return _processes(p, p["processes"], state="empty"), []
+
+
+def harness_topology(stateless: int, stateful: int, partitions: int = 5
+                     ) -> tuple[dict[str, Any], dict[str, int]]:
+    """Kafka's ``TaskAssignorConvergenceTest`` harness as a topology: stateless subtopologies
+    first, then stateful ones, each with ``min(remaining, partitions)`` tasks of its own topic,
+    so there are exactly ``stateless`` + ``stateful`` tasks."""
+    subtopologies: list[dict[str, Any]] = []
+    counts: dict[str, int] = {}
+    for kind, total in (("stateless", stateless), ("stateful", stateful)):
+        remaining = total
+        while remaining > 0:
+            index = len(subtopologies)
+            size = min(remaining, partitions)
+            topic = f"topic_{index}"
+            entry: dict[str, Any] = {"id": index, "source_topics": [topic]}
+            if kind == "stateful":
+                entry.update(stores=[f"store{index}"],
+                             changelog_topics=[f"harness-store{index}-changelog"])
+            subtopologies.append(entry)
+            counts[topic] = size
+            remaining -= size
+    return {"application_id": "harness", "subtopologies": subtopologies}, counts
+
+
+def _perturbation(p: dict[str, Any], rng: random.Random) -> tuple[list[Any], list[Any]]:
+    """Kafka's ``runRandomizedScenario``: random sizes, then random drops and additions."""
+    initial = p["processes"]
+    processes = [
+        {"name": f"p{i}", "threads": 1, "initial_state": "caught_up", "start": i < initial}
+        for i in range(initial + p["events"] * initial)
+    ]
+    up = list(range(initial))
+    down: list[int] = []
+    fresh = initial
+    events: list[dict[str, Any]] = []
+    for step in range(p["events"]):
+        at = 60.0 + step * p["gap_s"]
+        if rng.randrange(2) == 0 and len(up) > 1:
+            for i in rng.sample(up, rng.randrange(min(initial, len(up)))):
+                up.remove(i)
+                down.append(i)
+                events.append({"kind": "leave", "at": at, "process": f"p{i}"})
+        else:
+            for _ in range(rng.randrange(initial)):
+                if down and rng.randrange(2) == 0:
+                    i = down.pop(rng.randrange(len(down)))
+                else:
+                    i, fresh = fresh, fresh + 1
+                up.append(i)
+                events.append({"kind": "join", "at": at, "process": f"p{i}"})
+    return processes, events
+
+
 FAMILIES: dict[str, Family] = {
     f.name: f for f in (
         Family("rolling_restart", "every process restarts in turn (shuffled), with its disk",
@@ -180,6 +246,14 @@ FAMILIES: dict[str, Family] = {
                {"to_partitions": 12}, _partitions_added),
         Family("rack_loss", "every process of one zone crashes at once (standbys tag-aware)",
                {"processes": 6}, _rack_loss),
+        Family("skewed", "processes of 1 to max_threads threads; one is killed and returns",
+               {"max_threads": 16, "partitions": 32, "down_s": 60.0}, _skewed),
+        Family("cold_start", "every process starts at once with an empty disk",
+               {"processes": 8}, _cold_start),
+        Family("perturbation", "Kafka's randomized convergence scenario: harness topology, "
+               "random drops and additions (acceptable.recovery.lag 100, changelogs static)",
+               {"stateless": 5, "stateful": 5, "events": 3, "gap_s": 600.0, "warmups": 2,
+                "recovery_lag": 100, "random_sizes": True}, _perturbation),
     )
 }
 
@@ -232,9 +306,15 @@ def generate(name: str, params: Mapping[str, Any] | None = None, seed: int = 0) 
     given = dict(params or {})
     p = {**defaults, **given}
     rng = random.Random(f"{name}\x00{seed}")
+    if name == "perturbation" and p["random_sizes"]:  # Kafka's draws, in Kafka's order
+        p["processes"] = rng.randrange(10) + 1
+        p["stateless"], p["stateful"] = rng.randrange(10) + 1, rng.randrange(10) + 1
+        p["warmups"] = rng.randrange(p["stateful"]) + 1
+        p["standbys"] = rng.randrange(p["processes"] + 1)
+        p["events"] = rng.randrange(10) + 1
     processes, events = family.build(p, rng)
     shop = p["topology"] == "shop"
-    if p["topology"] not in ("shop", "simple"):
+    if p["topology"] not in ("shop", "simple"):  # checked after build: families read it
         raise FamilyError(f"--param topology={p['topology']}: expected shop or simple")
     topics = ["shop-customers", "shop-orders"] if shop else ["input"]
     config: dict[str, Any] = {
@@ -245,11 +325,20 @@ def generate(name: str, params: Mapping[str, Any] | None = None, seed: int = 0) 
     }
     if name == "rack_loss":
         config["rack.aware.assignment.tags"] = ["zone"]
+    topology = _SHOP_TOPOLOGY if shop else _SIMPLE_TOPOLOGY
+    partitions = {t: p["partitions"] for t in topics}
+    dynamics: dict[str, Any] = {}
+    if name == "perturbation":
+        topology, partitions = harness_topology(p["stateless"], p["stateful"])
+        # Kafka's harness: static end offsets (150000 per task), warm-ups catch up between
+        # two probing rebalances
+        dynamics = {"write_rate": 0.0, "initial_records": 150_000, "restore_rate": 100_000.0}
     data = {
         "name": f"{name}-{seed}",
         "seed": seed,
-        "topology": _SHOP_TOPOLOGY if shop else _SIMPLE_TOPOLOGY,
-        "partitions": {t: p["partitions"] for t in topics},
+        "topology": topology,
+        "partitions": partitions,
+        "dynamics": dynamics,
         "processes": processes,
         "assignor": p["assignor"],
         "config": config,

@@ -108,7 +108,7 @@ def check_invariants(
 
     owners = ownership.active_owners()
     for task, threads in sorted(owners.items()):
-        if len({process for process, _ in threads}) > 1 or len(threads) > 1:
+        if len(threads) > 1:
             add("active_twice", f"task {task} is active on {_threads(threads)}")
     unowned = sorted(task for task in tasks if task not in owners)
     if unowned:

@@ -26,7 +26,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from types import SimpleNamespace
+from types import MappingProxyType, SimpleNamespace
 from typing import Any
 
 from aiokafka.cluster import ClusterMetadata
@@ -35,6 +35,7 @@ from aiokafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitio
 from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment
 
 from assignor.adapter.streams_assignor import (
+    DEFAULT_END_OFFSETS_MAX_AGE_MS,
     StreamsPartitionAssignor,
     StreamsProcess,
     derive_process_id,
@@ -83,6 +84,8 @@ from simulator.state import StateModel
 _SIM_NAMESPACE = uuid.UUID("0b5e6c1e-7d4a-5c57-8a8e-51a1c0de0013")
 #: Longest virtual sleep while waiting for the group to settle: bounds how stale a check is.
 _POLL_S = 5.0
+#: Turns of the event loop (no virtual time passes) given to a member before and while it crashes.
+_YIELDS = 20
 #: The shim's journal keeps this many events (records are always all kept).
 _MAX_EVENTS = 20_000
 
@@ -152,8 +155,8 @@ class _HostedAssignor:
         replay.advance()
         replay.state.stop(self._sim.name, self._thread)
         process = self._sim.process
-        if process is not None:  # what _RefreshingListener does before every join
-            process.set_changelog_end_offsets(replay.state.end_offsets(replay.layout.changelogs))
+        if process is not None:
+            replay.refresh_end_offsets(process)
         return self.inner.metadata(topics)
 
     def assign(self, cluster: ClusterMetadata, members: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -218,6 +221,31 @@ class _HostedAssignor:
             self._followup = None
 
 
+async def _stop_member(member: ShimMember, *, graceful: bool) -> None:
+    """``member.close()`` or ``member.crash()``, working around a shim race (reported): when the
+    cancellation of the member's loop arrives while that loop awaits its own heartbeat task
+    inside ``_stop_heartbeat`` (a rejoin requested at this very instant),
+    ``suppress(CancelledError)`` swallows it, the loop joins again and the stop waits for it
+    forever. Letting the ready callbacks run first takes the loop past that point; if a cancel
+    is still swallowed, it is delivered again (a bounded number of times; no virtual time
+    passes)."""
+    for _ in range(_YIELDS):
+        await asyncio.sleep(0)
+    stopping = asyncio.ensure_future(member.close() if graceful else member.crash())
+    for _ in range(_YIELDS):
+        if stopping.done():
+            break
+        await asyncio.sleep(0)
+        loop_task = getattr(member, "_task", None)
+        if loop_task is not None and not loop_task.done():
+            loop_task.cancel()
+    await stopping
+
+
+async def _crash(member: ShimMember) -> None:
+    await _stop_member(member, graceful=False)
+
+
 def _peer_assignor(name: str, member_name: str) -> Any:
     if name == "roundrobin":
         return RoundRobinPartitionAssignor
@@ -247,6 +275,7 @@ class Replay:
         self.state = StateModel(scenario.dynamics, self.layout.tasks, self.layout.stateful)
         self.sims = {spec.name: _Sim(spec) for spec in scenario.processes}
         self.decisions: dict[int, _Decision] = {}
+        self._snapshot: tuple[tuple[int, int], Mapping[TopicPartition, int]] | None = None
         self._threads_by_client: dict[str, Thread] = {
             f"{spec.name}-{thread}": (spec.name, thread)
             for spec in scenario.processes
@@ -291,6 +320,25 @@ class Replay:
     def advance(self) -> None:
         self.state.advance(self.clock.time())
 
+    def refresh_end_offsets(self, process: StreamsProcess) -> None:
+        """What the adapter's rebalance listener does before every join: refresh the process's
+        changelog end-offset snapshot unless it is younger than the adapter's maximum age.
+
+        One read-only snapshot per virtual instant is shared by every process (nothing in the
+        adapter mutates it): building and copying thousands of offsets per consumer cost more
+        than the assignor on groups of hundreds of members."""
+        now_ms = int(self.clock.time() * 1000)
+        fetched = process.end_offsets_fetched_at_ms
+        if (fetched is not None and process.changelog_end_offsets is not None
+                and now_ms - fetched < DEFAULT_END_OFFSETS_MAX_AGE_MS):
+            return
+        key = (now_ms, id(self.layout))
+        if self._snapshot is None or self._snapshot[0] != key:
+            offsets = self.state.end_offsets(self.layout.changelogs)
+            self._snapshot = (key, MappingProxyType(offsets))
+        process.changelog_end_offsets = self._snapshot[1]
+        process.end_offsets_fetched_at_ms = now_ms
+
     # -- processes ----------------------------------------------------------------------------
     def _process_id(self, sim: _Sim) -> ProcessId:
         if sim.spec.static:
@@ -303,7 +351,7 @@ class Replay:
         if sim.up:
             return
         self.advance()
-        spec, timeouts, clock = sim.spec, self.scenario.timeouts, self.clock
+        spec, clock = sim.spec, self.clock
         sim.up = True
         sim.members, sim.hosted = [], []
         sim.process = None
@@ -330,24 +378,8 @@ class Replay:
             else:
                 inner = _peer_assignor(self.scenario.assignor, f"{sim.name}_{thread}")
             hosted = _HostedAssignor(self, sim, thread, inner)
-            member = ShimMember(
-                self.coordinator,
-                group_id=self.topology.application_id,
-                assignors=[hosted],
-                topics=sorted(self.topology.source_topics),
-                cluster=self.cluster,
-                client_id=f"{sim.name}-{thread}",
-                group_instance_id=instance,
-                session_timeout_ms=timeouts.session_timeout_ms,
-                rebalance_timeout_ms=timeouts.rebalance_timeout_ms,
-                heartbeat_interval_ms=timeouts.heartbeat_interval_ms,
-            )
-            hosted.member = member
-            if isinstance(inner, StreamsPartitionAssignor):
-                inner.bind(SimpleNamespace(_coordinator=member))
-            sim.members.append(member)
             sim.hosted.append(hosted)
-            member.start()
+            sim.members.append(self._member(hosted, f"{sim.name}-{thread}", instance))
 
     async def stop(self, sim: _Sim, *, graceful: bool, wipe: bool = False) -> None:
         """The process goes away: cleanly (LeaveGroup if dynamic) or killed; disk kept or not."""
@@ -358,10 +390,7 @@ class Replay:
         for hosted in sim.hosted:
             hosted.cancel_followup()
         for member in sim.members:
-            if graceful:
-                await member.close()
-            else:
-                await member.crash()
+            await _stop_member(member, graceful=graceful)
         if sim.process is not None:
             await sim.process.close()
         self.advance()
@@ -371,38 +400,48 @@ class Replay:
 
     async def pause(self, sim: _Sim, duration_s: float) -> None:
         """No heartbeats and no processing for ``duration_s``, then the same process resumes
-        (same StreamsProcess and assignors, memory intact) with new consumer sessions."""
+        (same StreamsProcess and assignors, memory intact) with new consumer sessions.
+
+        The shim has no way to stop a member's heartbeats and resume them, so the pause ends
+        with new ``ShimMember`` sessions: a static member takes its place back without a
+        rebalance, as in aiokafka, but a dynamic one joins as a new member (one rebalance more
+        than aiokafka, whose consumer would resume heartbeating under its old id if the pause
+        was shorter than the session timeout)."""
         if not sim.up:
             return
         self.advance()
         for member in sim.members:
-            await member.crash()
+            await _crash(member)
         self.state.stop(sim.name)
         await self.clock.sleep(duration_s)
         self.advance()
         if not sim.up:
             return
+        sim.members = [
+            self._member(hosted, old.client_id, old.group_instance_id)
+            for old, hosted in zip(sim.members, sim.hosted, strict=True)
+        ]
+
+    def _member(self, hosted: _HostedAssignor, client_id: str, instance: str | None
+                ) -> ShimMember:
+        """A started consumer session around ``hosted`` (bound for follow-up rebalances)."""
         timeouts = self.scenario.timeouts
-        resumed = []
-        for old, hosted in zip(sim.members, sim.hosted, strict=True):
-            member = ShimMember(
-                self.coordinator,
-                group_id=old.group_id,
-                assignors=[hosted],
-                topics=old.topics,
-                cluster=self.cluster,
-                client_id=old.client_id,
-                group_instance_id=old.group_instance_id,
-                session_timeout_ms=timeouts.session_timeout_ms,
-                rebalance_timeout_ms=timeouts.rebalance_timeout_ms,
-                heartbeat_interval_ms=timeouts.heartbeat_interval_ms,
-            )
-            hosted.member = member
-            if isinstance(hosted.inner, StreamsPartitionAssignor):
-                hosted.inner.bind(SimpleNamespace(_coordinator=member))
-            resumed.append(member)
-            member.start()
-        sim.members = resumed
+        member = ShimMember(
+            self.coordinator,
+            group_id=self.topology.application_id,
+            assignors=[hosted],
+            topics=sorted(self.topology.source_topics),
+            cluster=self.cluster,
+            client_id=client_id,
+            group_instance_id=instance,
+            session_timeout_ms=timeouts.session_timeout_ms,
+            rebalance_timeout_ms=timeouts.rebalance_timeout_ms,
+            heartbeat_interval_ms=timeouts.heartbeat_interval_ms,
+        )
+        hosted.member = member
+        if isinstance(hosted.inner, StreamsPartitionAssignor):
+            hosted.inner.bind(SimpleNamespace(_coordinator=member))
+        return member.start()
 
     def _later(self, delay: float, action: Callable[[], Any]) -> None:
         """Run ``action`` (sync, or returning a coroutine) after ``delay`` virtual seconds."""
@@ -504,9 +543,9 @@ class Replay:
         previous = self._previous_ownership(generation)
         before = previous.active_process() if previous is not None else {}
         for task, process in ownership.active_process().items():
-            if task in self.state.end and before.get(task) != process:
-                local = self.state.disk.get(process, {}).get(task, 0.0)
-                restore += int(max(0.0, self.state.end[task] - local))
+            end = self.state.end_of(task)
+            if end is not None and before.get(task) != process:
+                restore += int(max(0.0, end - (self.state.position(process, task) or 0.0)))
         self.decisions[generation] = _Decision(
             generation=generation,
             leader=(hosted._sim.name, hosted._thread),
@@ -602,7 +641,7 @@ class Replay:
                 hosted.cancel_followup()
             for member in sim.members:
                 if member.running:
-                    await member.crash()
+                    await _crash(member)
 
     def run(self) -> ReplayResult:
         began = time.perf_counter()

@@ -27,6 +27,7 @@ from assignor.config import AssignorConfig
 from assignor.topology.data_form import topology_from_data, topology_to_data
 from assignor.topology.model import Topology, TopologyError
 from protocol.codec import LATEST_VERSION, SUPPORTED_VERSIONS
+from protocol.ids import TaskId
 
 #: The assignors a scenario may name: ours (the task assignor is chosen by the config's
 #: ``internal.task.assignor.class``, these names set it) and aiokafka's partition assignors.
@@ -72,6 +73,17 @@ class ProcessSpec(_Strict):
     def _known_version(cls, value: int) -> int:
         if value not in SUPPORTED_VERSIONS:
             raise ValueError(f"must be one of {list(SUPPORTED_VERSIONS)}, not {value}")
+        return value
+
+    @field_validator("initial_state")
+    @classmethod
+    def _task_ids(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            for task in value:
+                try:
+                    TaskId.parse(task)
+                except ValueError as exc:
+                    raise ValueError(f"{task!r} is not a task id like '1_0'") from exc
         return value
 
     @field_validator("endpoint")
@@ -258,10 +270,9 @@ class Scenario(_Strict):
     @classmethod
     def _valid_topology(cls, value: dict[str, Any]) -> dict[str, Any]:
         try:
-            topology_from_data(value)
+            return topology_to_data(topology_from_data(value))  # canonical: round-trips exactly
         except TopologyError as exc:
             raise ValueError(str(exc)) from exc
-        return value
 
     @field_validator("config")
     @classmethod

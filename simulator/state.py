@@ -37,17 +37,25 @@ from simulator.scenarios import StateDynamics
 _EPSILON = 1e-6
 
 
+#: available tasks, restoring tasks per (process, thread), processing (process, task) pairs
+_Scan = tuple[set[int], dict[tuple[str, int], list[int]], list[tuple[str, int]]]
+
+
 @dataclass(slots=True)
 class _Thread:
-    """One stream thread of one process: its tasks, and whether it runs them right now."""
+    """One stream thread of one process: its tasks (by index), and whether it runs them now."""
 
-    active: frozenset[TaskId] = frozenset()
-    standby: frozenset[TaskId] = frozenset()
+    active: tuple[int, ...] = ()
+    standby: tuple[int, ...] = ()
     running: bool = False
 
 
 class StateModel:
-    """Local state of every process and the changelog of every task (see the module docstring)."""
+    """Local state of every process and the changelog of every task (see the module docstring).
+
+    Tasks are numbered internally: ``TaskId`` hashing is a pydantic-model hash, and the
+    integration loops run over every task at every step of a long run.
+    """
 
     def __init__(
         self,
@@ -60,44 +68,75 @@ class StateModel:
         self.dynamics = dynamics
         self.now = now
         self.tasks: list[TaskId] = []
-        self.stateful: set[TaskId] = set()
-        #: changelog end per stateful task, records
-        self.end: dict[TaskId, float] = {}
-        #: local position per process per task, records (absent: nothing on disk)
-        self.disk: dict[str, dict[TaskId, float]] = {}
+        self._index: dict[TaskId, int] = {}
+        #: changelog end per task, records (None: stateless)
+        self._end: list[float | None] = []
+        #: local position per process per task index, records (absent: nothing on disk)
+        self._disk: dict[str, dict[int, float]] = {}
         self._threads: dict[str, dict[int, _Thread]] = {}
-        #: seconds each task spent without a processing active owner
-        self.unavailable_s: dict[TaskId, float] = {}
+        self._unavailable: list[float] = []
+        #: bumped by every change; ``_scan`` is cached against it (the replay asks often)
+        self._version = 0
+        self._scanned: tuple[int, _Scan] | None = None
         #: records restored by active tasks (standby catch-up is counted apart)
         self.restored = 0.0
         self.standby_replayed = 0.0
         self.add_tasks(tasks, stateful, initial_records=dynamics.initial_records)
+
+    # -- views by task id (built on demand: for rows and tests, not for the hot loops) --------
+    @property
+    def stateful(self) -> set[TaskId]:
+        return {self.tasks[i] for i, end in enumerate(self._end) if end is not None}
+
+    @property
+    def end(self) -> dict[TaskId, float]:
+        """Changelog end per stateful task, records."""
+        return {self.tasks[i]: end for i, end in enumerate(self._end) if end is not None}
+
+    @property
+    def disk(self) -> dict[str, dict[TaskId, float]]:
+        """Local position per process per task, records."""
+        ids = self.tasks
+        return {p: {ids[i]: x for i, x in d.items()} for p, d in self._disk.items()}
+
+    @property
+    def unavailable_s(self) -> dict[TaskId, float]:
+        """Seconds each task spent without a processing active owner."""
+        return dict(zip(self.tasks, self._unavailable, strict=True))
 
     # -- what the replay tells it -------------------------------------------------------------
     def add_tasks(
         self, tasks: Iterable[TaskId], stateful: Iterable[TaskId], *, initial_records: float = 0.0
     ) -> None:
         """New tasks (at start, or after partitions were added) with changelogs of that size."""
+        self._version += 1
         stateful_set = set(stateful)
         for task in tasks:
-            if task in self.unavailable_s:
+            if task in self._index:
                 continue
+            self._index[task] = len(self.tasks)
             self.tasks.append(task)
-            self.unavailable_s[task] = 0.0
-            if task in stateful_set:
-                self.stateful.add(task)
-                self.end[task] = float(initial_records)
+            self._unavailable.append(0.0)
+            self._end.append(float(initial_records) if task in stateful_set else None)
+
+    def _indices(self, tasks: Iterable[TaskId]) -> tuple[int, ...]:
+        index = self._index
+        return tuple(sorted(index[t] for t in tasks if t in index))
 
     def add_process(self, process: str, behind: Mapping[TaskId, float] | None = None) -> None:
         """A process's disk: ``behind`` maps tasks to how far their local state trails the end."""
-        disk = self.disk.setdefault(process, {})
+        self._version += 1
+        disk = self._disk.setdefault(process, {})
         for task, lag in (behind or {}).items():
-            if task in self.end:
-                disk[task] = max(0.0, self.end[task] - lag)
+            i = self._index.get(task)
+            end = self._end[i] if i is not None else None
+            if i is not None and end is not None:
+                disk[i] = max(0.0, end - lag)
         self._threads.setdefault(process, {})
 
     def stop(self, process: str, thread: int | None = None) -> None:
         """The thread (every thread if ``None``) stops processing: a rebalance began for it."""
+        self._version += 1
         for index, state in self._threads.get(process, {}).items():
             if thread is None or index == thread:
                 state.running = False
@@ -106,27 +145,40 @@ class StateModel:
         self, process: str, thread: int, active: Iterable[TaskId], standby: Iterable[TaskId]
     ) -> None:
         """The thread got its assignment and runs it from now on."""
-        self.disk.setdefault(process, {})
-        threads = self._threads.setdefault(process, {})
-        threads[thread] = _Thread(frozenset(active), frozenset(standby), True)
-        disk = self.disk[process]
-        for task in (*active, *standby):
-            if task in self.end:
-                disk.setdefault(task, 0.0)
+        self._version += 1
+        actives, standbys = self._indices(active), self._indices(standby)
+        self._threads.setdefault(process, {})[thread] = _Thread(actives, standbys, True)
+        disk = self._disk.setdefault(process, {})
+        for i in (*actives, *standbys):
+            if self._end[i] is not None:
+                disk.setdefault(i, 0.0)
 
     def crash(self, process: str, *, wipe: bool = False) -> None:
         """The process is gone: its threads and their tasks vanish; its disk stays unless wiped."""
+        self._version += 1
         self._threads[process] = {}
         if wipe:
-            self.disk[process] = {}
+            self._disk[process] = {}
 
     def wipe(self, process: str) -> None:
-        self.disk[process] = {}
+        self._version += 1
+        self._disk[process] = {}
 
     # -- what the process reports, what the leader reads --------------------------------------
     def offset_sums(self, process: str) -> dict[TaskId, int]:
         """The ``state()`` provider of a process: its local position per task on disk."""
-        return {task: int(position) for task, position in self.disk.get(process, {}).items()}
+        ids = self.tasks
+        return {ids[i]: int(x) for i, x in self._disk.get(process, {}).items()}
+
+    def position(self, process: str, task: TaskId) -> float | None:
+        """Where ``process``'s local state of ``task`` is (None: nothing on disk)."""
+        i = self._index.get(task)
+        return None if i is None else self._disk.get(process, {}).get(i)
+
+    def end_of(self, task: TaskId) -> float | None:
+        """The end of ``task``'s changelog (None: stateless or unknown)."""
+        i = self._index.get(task)
+        return None if i is None else self._end[i]
 
     def end_offsets(
         self, changelogs: Mapping[TaskId, tuple[TopicPartition, ...]]
@@ -136,64 +188,87 @@ class StateModel:
         for task, partitions in changelogs.items():
             if not partitions:
                 continue
-            total = int(self.end.get(task, 0.0))
+            total = int(self.end_of(task) or 0.0)
             share, rest = divmod(total, len(partitions))
             for index, tp in enumerate(partitions):
                 offsets[tp] = share + (rest if index == 0 else 0)
         return offsets
 
     # -- questions ----------------------------------------------------------------------------
+    def _caught_up(self, process: str, i: int) -> bool:
+        end = self._end[i]
+        return end is None or self._disk[process].get(i, -1.0) >= end - _EPSILON
+
+    def caught_up(self, process: str, task: TaskId) -> bool:
+        i = self._index[task]
+        return self._end[i] is None or (process in self._disk and self._caught_up(process, i))
+
     def owners(self) -> dict[TaskId, list[tuple[str, int]]]:
         """Running (process, thread) pairs per active task."""
         owners: dict[TaskId, list[tuple[str, int]]] = {}
         for process, threads in self._threads.items():
             for index, state in threads.items():
                 if state.running:
-                    for task in state.active:
-                        owners.setdefault(task, []).append((process, index))
+                    for i in state.active:
+                        owners.setdefault(self.tasks[i], []).append((process, index))
         return owners
 
-    def caught_up(self, process: str, task: TaskId) -> bool:
-        if task not in self.end:
-            return True
-        return self.disk.get(process, {}).get(task, -1.0) >= self.end[task] - _EPSILON
+    def _scan(self) -> _Scan:
+        """One pass over the running threads: tasks available, tasks restoring per thread,
+        and the (process, task) pairs processing. Cached until the next change."""
+        if self._scanned is not None and self._scanned[0] == self._version:
+            return self._scanned[1]
+        available: set[int] = set()
+        restoring: dict[tuple[str, int], list[int]] = {}
+        processing: list[tuple[str, int]] = []
+        ends = self._end
+        for process, threads in self._threads.items():
+            disk = self._disk.get(process, {})
+            for index, state in threads.items():
+                if not state.running:
+                    continue
+                for i in state.active:
+                    end = ends[i]
+                    if end is None or disk.get(i, -1.0) >= end - _EPSILON:
+                        available.add(i)
+                        processing.append((process, i))
+                    else:
+                        restoring.setdefault((process, index), []).append(i)
+        scan = (available, restoring, processing)
+        self._scanned = (self._version, scan)
+        return scan
 
     def available(self) -> set[TaskId]:
         """Tasks with a processing active owner right now."""
-        return {
-            task
-            for task, owners in self.owners().items()
-            if any(self.caught_up(process, task) for process, _ in owners)
-        }
+        return {self.tasks[i] for i in self._scan()[0]}
 
     def all_available(self) -> bool:
-        return len(self.available()) == len(self.tasks)
+        return len(self._scan()[0]) == len(self.tasks)
 
     def owned_caught_up(self) -> bool:
         """Every task some running thread owns is processed: nothing is left restoring. (A task
         nobody owns is the assignor's failure, recorded as a violation, not something to wait
         for.)"""
-        return not self.restoring()
+        return not self._scan()[1]
 
     def restoring(self) -> dict[tuple[str, int], list[TaskId]]:
         """Active tasks behind their changelog's end, per running thread."""
-        result: dict[tuple[str, int], list[TaskId]] = {}
-        for process, threads in self._threads.items():
-            for index, state in threads.items():
-                if state.running:
-                    behind = [t for t in sorted(state.active) if not self.caught_up(process, t)]
-                    if behind:
-                        result[(process, index)] = behind
-        return result
+        return {k: [self.tasks[i] for i in v] for k, v in self._scan()[1].items()}
 
     def next_change_in(self) -> float | None:
         """Seconds until the next restoring task catches up (None: nothing is restoring)."""
+        return self._next_finish(self._scan()[1])
+
+    def _next_finish(self, restoring: Mapping[tuple[str, int], list[int]]) -> float | None:
         rate = self.dynamics.restore_rate
         best: float | None = None
-        for (process, _), tasks in self.restoring().items():
+        for (process, _), tasks in restoring.items():
             share = rate / len(tasks)
-            for task in tasks:
-                need = (self.end[task] - self.disk[process][task]) / share
+            disk = self._disk[process]
+            for i in tasks:
+                end = self._end[i]
+                assert end is not None
+                need = (end - disk[i]) / share
                 best = need if best is None else min(best, need)
         return best
 
@@ -208,50 +283,60 @@ class StateModel:
             remaining = now - self.now
             if remaining <= 0:
                 return
-            finish = self.next_change_in()
+            available, restoring, processing = self._scan()
+            finish = self._next_finish(restoring)
             step = remaining if finish is None else min(remaining, max(finish, 0.0))
-            self._segment(step)
+            self._segment(step, available, restoring, processing)
+            self._version += 1
             self.now = now if step == remaining else self.now + step
         self.now = max(self.now, now)
 
-    def _segment(self, step: float) -> None:
+    def _segment(
+        self,
+        step: float,
+        available: set[int],
+        restoring: Mapping[tuple[str, int], list[int]],
+        processing: list[tuple[str, int]],
+    ) -> None:
         dynamics = self.dynamics
-        restoring = self.restoring()
-        available = self.available()
-        for task in self.tasks:
-            if task not in available:
-                self.unavailable_s[task] += step
+        unavailable = self._unavailable
+        for i in range(len(unavailable)):
+            if i not in available:
+                unavailable[i] += step
+        ends = self._end
         for (process, _), tasks in restoring.items():
             share = dynamics.restore_rate / len(tasks) * step
-            disk = self.disk[process]
-            for task in tasks:
-                gained = min(share, self.end[task] - disk[task])
-                disk[task] += gained
+            disk = self._disk[process]
+            for i in tasks:
+                end = ends[i]
+                assert end is not None
+                gained = min(share, end - disk[i])
+                disk[i] += gained
                 self.restored += gained
         written = dynamics.write_rate * step
-        processing = {
-            (process, task)
-            for task, owners in self.owners().items()
-            for process, _ in owners
-            if task in self.end and task in available and self.caught_up(process, task)
-        }
-        grown = {task for _, task in processing}
-        for task in grown:
-            self.end[task] += written
-        for process, task in processing:
-            self.disk[process][task] = self.end[task]
+        grown: set[int] = set()
+        for _, i in processing:
+            end = ends[i]
+            if end is not None and i not in grown:
+                grown.add(i)
+                ends[i] = end + written
+        for process, i in processing:
+            end = ends[i]
+            if end is not None:
+                self._disk[process][i] = end
+        reach, trail = dynamics.restore_rate * step, dynamics.standby_trail
         for process, threads in self._threads.items():
-            disk = self.disk[process]
+            disk = self._disk[process]
             for state in threads.values():
                 if not state.running:
                     continue
-                for task in state.standby:
-                    if task not in self.end:
+                for i in state.standby:
+                    end = ends[i]
+                    if end is None:
                         continue
-                    before = disk.get(task, 0.0)
-                    target = max(before, self.end[task] - dynamics.standby_trail)
-                    after = min(before + dynamics.restore_rate * step, target)
-                    disk[task] = after
+                    before = disk.get(i, 0.0)
+                    after = min(before + reach, max(before, end - trail))
+                    disk[i] = after
                     self.standby_replayed += after - before
 
 

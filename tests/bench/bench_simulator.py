@@ -1,0 +1,99 @@
+"""Simulator throughput: scenarios per second for each family and size, and where time goes.
+
+Time is split three ways: *assignor* (inside the real assignor objects: ``metadata``,
+``assign``, ``on_assignment``), *engine* (the simulated processes: state model, hooks, rows) and
+*shim* (coordinator, members, event loop: the rest). The issue's target: engine + shim cost less
+than the assignor on scenarios of 100+ members. Figures only; no pass or fail.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from simulator import replay as replay_module
+from simulator.families import FAMILIES, generate
+from simulator.state import StateModel
+
+_spent = {"assignor": 0.0, "engine": 0.0}
+_depth = [0]
+
+
+def _timed(bucket: str, function: Callable[..., Any]) -> Callable[..., Any]:
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if _depth[0]:
+            return function(*args, **kwargs)
+        _depth[0] += 1
+        began = time.perf_counter()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            _spent[bucket] += time.perf_counter() - began
+            _depth[0] -= 1
+    return wrapper
+
+
+def _instrument() -> None:
+    hosted = replay_module._HostedAssignor
+    original_init = hosted.__init__
+
+    def init(self: Any, replay: Any, sim: Any, thread: int, inner: Any) -> None:
+        original_init(self, replay, sim, thread, inner)
+        if isinstance(inner, type):  # aiokafka's class-level assignors: never patch the class
+            return
+        for method in ("metadata", "assign", "on_assignment"):
+            real = getattr(inner, method)
+
+            def call(*args: Any, _real: Callable[..., Any] = real, **kwargs: Any) -> Any:
+                began = time.perf_counter()
+                try:
+                    return _real(*args, **kwargs)
+                finally:
+                    _spent["assignor"] += time.perf_counter() - began
+                    _spent["engine"] -= time.perf_counter() - began
+
+            setattr(inner, method, call)
+
+    hosted.__init__ = init  # type: ignore[method-assign]
+    for method in ("metadata", "assign", "on_assignment"):
+        setattr(hosted, method, _timed("engine", getattr(hosted, method)))
+    StateModel.advance = _timed("engine", StateModel.advance)  # type: ignore[method-assign]
+    replay_module.Replay._result = _timed("engine", replay_module.Replay._result)  # type: ignore[method-assign]
+
+
+def main() -> None:
+    _instrument()
+    cases: list[tuple[str, dict[str, Any], int]] = [
+        (family, {}, 5) for family in FAMILIES
+    ]
+    cases += [
+        ("rolling_restart", {"processes": 25, "partitions": 64, "static": True,
+                             "gap_s": 30.0}, 1),
+        ("scale_out", {"processes": 50, "threads": 2, "partitions": 128, "add": 2}, 1),
+        ("rolling_restart", {"processes": 100, "threads": 1, "partitions": 256,
+                             "static": True, "gap_s": 15.0}, 1),
+    ]
+    print(f"{'family':17} {'size':>18} {'scen/s':>7} {'wall s':>7} {'assignor':>8} "
+          f"{'engine':>7} {'shim':>6}")
+    for family, params, count in cases:
+        _spent.update(assignor=0.0, engine=0.0)
+        began = time.perf_counter()
+        for seed in range(count):
+            replay_module.replay(generate(family, params, seed))
+        wall = time.perf_counter() - began
+        shim = wall - _spent["assignor"] - _spent["engine"]
+        threads = "1-16" if family == "skewed" else params.get("threads", 2)
+        size = ("random (Kafka's)" if family == "perturbation"
+                else f"{params.get('processes', 4)}p x {threads}t")
+        print(f"{family:17} {size:>18} {count / wall:7.2f} {wall / count:7.3f} "
+              f"{_spent['assignor'] / wall:8.0%} {_spent['engine'] / wall:7.0%} "
+              f"{shim / wall:6.0%}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

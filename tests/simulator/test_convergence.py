@@ -1,0 +1,63 @@
+"""Kafka's TaskAssignorConvergenceTest cases, replayed as whole scenarios through the shim."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+
+from simulator.families import generate, harness_topology
+from simulator.replay import replay
+from simulator.scenarios import scenario_from_data
+
+#: ``SIM_PERTURBATIONS=500 make test`` runs as many as the issue asks (about 2 minutes here).
+PERTURBATIONS = int(os.environ.get("SIM_PERTURBATIONS", "30"))
+
+
+def harness(stateless: int, stateful: int, clients: int, events: list[dict[str, Any]],
+            extra_clients: int = 0) -> Any:
+    topology, partitions = harness_topology(stateless, stateful)
+    return scenario_from_data({
+        "name": "harness",
+        "topology": topology,
+        "partitions": partitions,
+        "processes": [{"name": f"c{i}", "initial_state": "caught_up", "start": i < clients}
+                      for i in range(clients + extra_clients)],
+        "config": {"acceptable.recovery.lag": 100, "max.warmup.replicas": 2,
+                   "num.standby.replicas": 0, "probing.rebalance.interval.ms": 60_000},
+        "dynamics": {"write_rate": 0.0, "initial_records": 150_000, "restore_rate": 100_000.0},
+        "events": events,
+    })
+
+
+def test_a_static_assignment_converges_with_the_first_assignment() -> None:
+    summary = replay(harness(1, 1, 1, [])).summary
+    assert summary.converged and summary.rebalances == 1
+
+
+def test_assignment_converges_after_adding_a_node() -> None:
+    result = replay(harness(7, 11, 1, [{"kind": "join", "at": 60, "process": "c1"}],
+                            extra_clients=1))
+    summary = result.summary
+    assert summary.converged
+    assert 1 <= summary.rebalances_after_last_event <= 11 // 2 + 1
+    assert result.violations == []
+    assert summary.balance_thread <= 1
+
+
+def test_dropping_a_node_converges() -> None:
+    result = replay(harness(11, 13, 7, [{"kind": "leave", "at": 60, "process": "c0"}]))
+    summary = result.summary
+    assert summary.converged
+    assert 1 <= summary.rebalances_after_last_event <= 13 // 2 + 2
+    assert result.violations == []
+
+
+@pytest.mark.parametrize("seed", range(PERTURBATIONS))
+def test_random_perturbations_converge_within_kafkas_bound(seed: int) -> None:
+    result = replay(generate("perturbation", {}, seed))
+    summary = result.summary
+    assert result.violations == []
+    assert summary.converged, summary.note
+    assert summary.within_kafka_bound, (summary.rebalances_after_last_event, summary.kafka_bound)

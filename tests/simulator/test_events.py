@@ -1,0 +1,175 @@
+"""Every event kind of the timeline, replayed through the shim with the real assignor."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from simulator.metrics import RebalanceRow
+from simulator.replay import ReplayResult, replay
+from tests.simulator.support import small_scenario
+
+SESSION_S = 45.0  # the scenarios' default session.timeout.ms
+HEARTBEAT_S = 3.0
+
+
+def run(processes: list[dict[str, Any]] | None = None, events: list[dict[str, Any]] | None = None,
+        **overrides: Any) -> ReplayResult:
+    result = replay(small_scenario(processes, events, **overrides))
+    assert result.violations == []
+    return result
+
+
+def stable_after(result: ReplayResult, at: float) -> list[RebalanceRow]:
+    return [r for r in result.rebalances if r.outcome == "stable" and r.started_s >= at]
+
+
+def test_a_quiet_group_rebalances_once_and_converges() -> None:
+    result = run()
+    assert [r.generation for r in result.rebalances] == [1]
+    assert result.summary.converged
+    assert result.rebalances[0].processes == 2
+    # nothing processed before the first assignment: the empty group's initial delay (3 s),
+    # extended once by 3 s because a second member arrived during it, as Kafka does
+    assert result.summary.unavailable_max_s == 6.0
+
+
+def test_join_adds_the_process_to_the_group() -> None:
+    result = run(
+        [{"name": "a", "initial_state": "caught_up"}, {"name": "b", "initial_state": "caught_up"},
+         {"name": "c", "start": False}],
+        [{"kind": "join", "at": 30, "process": "c"}],
+    )
+    later = stable_after(result, 30)
+    assert later and later[0].started_s < 31
+    assert later[-1].processes == 3
+    assert result.summary.balance_thread <= 1
+    assert result.summary.standby_records > 0  # c warmed up before taking tasks over
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "finding: the leader's end-offset snapshot is taken when it starts rejoining, so a warm-up "
+    "that kept following the changelog reports an offset sum above the snapshot's end; Kafka's "
+    "rule (lag = end offset sum when offset sum > end) then calls it far behind, the warm-up "
+    "never counts as caught up and probing rebalances never stop"))
+def test_a_warm_up_close_to_the_end_takes_its_task_over() -> None:
+    result = run(
+        [{"name": "a", "initial_state": "caught_up"}, {"name": "b", "initial_state": "caught_up"},
+         {"name": "c", "start": False}],
+        [{"kind": "join", "at": 30, "process": "c"}],
+    )
+    assert result.summary.converged
+
+
+def test_leave_starts_a_rebalance_at_once() -> None:
+    result = run(events=[{"kind": "leave", "at": 30, "process": "a"}])
+    later = stable_after(result, 30)
+    assert later[0].started_s < 31
+    assert "left the group" in later[0].reasons
+    assert later[-1].processes == 1
+    assert result.summary.converged
+
+
+def test_a_crash_is_found_by_the_session_timeout() -> None:
+    result = run(events=[{"kind": "crash", "at": 30, "process": "a"}])
+    later = stable_after(result, 30)
+    assert 30 + SESSION_S - HEARTBEAT_S <= later[0].started_s <= 30 + SESSION_S
+    assert "session timed out" in later[0].reasons
+    assert later[-1].processes == 1
+    # a's tasks waited for the timeout, then restored on b (standby-less, from b's stale disk)
+    assert result.summary.unavailable_max_s > SESSION_S - HEARTBEAT_S
+
+
+STATIC = [{"name": "a", "static": True, "initial_state": "caught_up"},
+          {"name": "b", "static": True, "initial_state": "caught_up"}]
+
+
+def test_a_static_restart_within_the_session_timeout_does_not_rebalance() -> None:
+    result = run(STATIC, [{"kind": "restart", "at": 30, "process": "a", "down_s": 10}])
+    assert stable_after(result, 1) == []
+    # a's two tasks were down for the 10 s of the restart (plus the initial 6 s)
+    assert result.summary.unavailable_max_s == 16.0
+    assert result.summary.restored_records == 0
+
+
+def test_a_static_restart_beyond_the_session_timeout_rebalances_twice() -> None:
+    result = run(STATIC, [{"kind": "restart", "at": 30, "process": "a", "down_s": 60}])
+    later = stable_after(result, 30)
+    assert len(later) >= 2
+    assert "session timed out" in later[0].reasons
+    assert later[-1].processes == 2
+    assert result.summary.converged
+
+
+def test_a_restart_with_a_wiped_disk_restores_more_than_one_with_its_disk() -> None:
+    kept = run(events=[{"kind": "restart", "at": 30, "process": "a", "down_s": 5}])
+    wiped = run(events=[{"kind": "restart", "at": 30, "process": "a", "down_s": 5,
+                         "wipe": True}])
+    assert kept.summary.converged and wiped.summary.converged
+    # a came back with nothing: its state was rebuilt (as warm-ups or restoring actives)
+    def rebuilt(result: ReplayResult) -> int:
+        return result.summary.restored_records + result.summary.standby_records
+
+    assert rebuilt(wiped) > rebuilt(kept) + 10_000
+
+
+def test_a_pause_longer_than_the_session_timeout_rebalances_and_the_process_comes_back() -> None:
+    result = run(events=[{"kind": "pause", "at": 30, "process": "a", "duration_s": 60}])
+    later = stable_after(result, 30)
+    assert "session timed out" in later[0].reasons
+    assert later[0].processes == 1
+    assert later[-1].processes == 2
+    assert result.summary.converged
+
+
+def test_a_short_pause_of_a_static_member_does_not_rebalance() -> None:
+    result = run(STATIC, [{"kind": "pause", "at": 30, "process": "a", "duration_s": 10}])
+    assert [r.generation for r in result.rebalances] == [1]
+    # a's tasks stood still for the 10 s of the pause (plus the initial 6 s)
+    assert result.summary.unavailable_max_s == 16.0
+    assert result.summary.converged
+
+
+def test_a_rolling_upgrade_ends_on_the_newest_version() -> None:
+    old = [{"name": "a", "protocol_version": 1, "initial_state": "caught_up"},
+           {"name": "b", "protocol_version": 1, "initial_state": "caught_up"}]
+    result = run(old, [{"kind": "upgrade", "at": 30, "process": "a", "version": 3},
+                       {"kind": "upgrade", "at": 90, "process": "b", "version": 3}])
+    versions = [r.protocol_version for r in result.rebalances if r.outcome == "stable"]
+    assert versions[0] == 1
+    assert 1 in versions[:-1] and versions[-1] == 3
+    assert result.summary.converged
+
+
+def test_added_partitions_make_new_tasks_that_get_owned() -> None:
+    result = run(events=[{"kind": "add_partitions", "at": 30, "topics": {"input": 8}}])
+    assert result.summary.tasks == 8
+    later = stable_after(result, 30)
+    assert later and later[0].started_s < 31
+    assert result.summary.converged
+
+
+def test_losing_a_rack_crashes_every_process_in_it() -> None:
+    racks = [{"name": "a", "rack": "r1", "initial_state": "caught_up"},
+             {"name": "b", "rack": "r1", "initial_state": "caught_up"},
+             {"name": "c", "rack": "r2", "initial_state": "caught_up"}]
+    result = run(racks, [{"kind": "lose_tag", "at": 30, "key": "rack", "value": "r1"}])
+    later = stable_after(result, 30)
+    assert later[0].started_s >= 30 + SESSION_S - HEARTBEAT_S
+    assert later[-1].processes == 1
+    assert result.summary.converged
+
+
+def test_a_run_that_ends_at_its_bound_mid_rebalance_stops_cleanly() -> None:
+    # The bound falls while the members rejoin for a probing rebalance: stopping them then used
+    # to hang (the shim's stop race, worked around in replay._stop_member).
+    result = run(
+        [{"name": "a", "initial_state": "caught_up"}, {"name": "b", "initial_state": "caught_up"},
+         {"name": "c", "start": False}],
+        [{"kind": "join", "at": 30, "process": "c"}],
+        bounds={"settle_s": 1200.0, "max_rebalances": 60},
+    )
+    assert not result.summary.converged
+    assert result.summary.note == "non-convergence: not stable 1200.0 s after the last event"
+    assert result.summary.end_s == 1230.0

@@ -1,0 +1,126 @@
+"""The state model: restore, catch-up, growth, standby trail, wipe, pauses; pure over time."""
+
+from __future__ import annotations
+
+import pytest
+
+from protocol.ids import TaskId, TopicPartition
+from simulator.scenarios import StateDynamics
+from simulator.state import StateModel
+
+T0, T1, T2 = TaskId(0, 0), TaskId(0, 1), TaskId(0, 2)
+DYNAMICS = StateDynamics(write_rate=10.0, restore_rate=100.0, standby_trail=5.0,
+                         initial_records=1000)
+
+
+def model(tasks: tuple[TaskId, ...] = (T0, T1), stateful: tuple[TaskId, ...] | None = None
+          ) -> StateModel:
+    return StateModel(DYNAMICS, tasks, tasks if stateful is None else stateful)
+
+
+def test_a_caught_up_active_processes_and_grows_its_changelog() -> None:
+    state = model((T0,))
+    state.add_process("a", {T0: 0})
+    state.assign("a", 0, [T0], [])
+    state.advance(10.0)
+    assert state.end[T0] == pytest.approx(1100.0)
+    assert state.disk["a"][T0] == pytest.approx(1100.0)
+    assert state.unavailable_s[T0] == 0.0
+    assert state.offset_sums("a") == {T0: 1100}
+
+
+def test_a_new_active_restores_at_the_thread_rate_shared_and_is_unavailable_meanwhile() -> None:
+    state = model()
+    state.add_process("a")
+    state.assign("a", 0, [T0, T1], [])
+    assert state.next_change_in() == pytest.approx(20.0)  # 1000 records each at 50/s
+    state.advance(10.0)
+    assert state.disk["a"][T0] == pytest.approx(500.0)
+    assert state.end[T0] == 1000.0  # a restoring task writes nothing
+    state.advance(30.0)
+    # caught up at 20 s, then processing for 10 s
+    assert state.unavailable_s[T0] == pytest.approx(20.0)
+    assert state.end[T0] == pytest.approx(1100.0)
+    assert state.restored == pytest.approx(2000.0)
+
+
+def test_two_threads_restore_in_parallel() -> None:
+    state = model()
+    state.add_process("a")
+    state.assign("a", 0, [T0], [])
+    state.assign("a", 1, [T1], [])
+    state.advance(10.0)
+    assert state.all_available()
+    assert state.unavailable_s == {T0: pytest.approx(10.0), T1: pytest.approx(10.0)}
+
+
+def test_restore_resumes_from_the_local_position() -> None:
+    state = model((T0,))
+    state.add_process("a", {T0: 300})
+    state.assign("a", 0, [T0], [])
+    assert state.next_change_in() == pytest.approx(3.0)
+
+
+def test_a_standby_trails_the_active_and_a_stopped_thread_does_nothing() -> None:
+    state = model((T0,))
+    state.add_process("a", {T0: 0})
+    state.add_process("b")
+    state.assign("a", 0, [T0], [])
+    state.assign("b", 0, [], [T0])
+    state.advance(100.0)
+    assert state.end[T0] == pytest.approx(2000.0)
+    assert state.disk["b"][T0] == pytest.approx(1995.0)
+    state.stop("b")
+    state.advance(110.0)
+    assert state.disk["b"][T0] == pytest.approx(1995.0)
+    state.stop("a")
+    state.advance(120.0)
+    assert state.end[T0] == pytest.approx(2100.0)  # stopped at 110 s
+    assert state.unavailable_s[T0] == pytest.approx(10.0)
+
+
+def test_a_crash_keeps_the_disk_a_wipe_loses_it() -> None:
+    state = model((T0,))
+    state.add_process("a", {T0: 0})
+    state.assign("a", 0, [T0], [])
+    state.crash("a")
+    assert state.offset_sums("a") == {T0: 1000}
+    assert not state.available()
+    state.crash("a", wipe=True)
+    assert state.offset_sums("a") == {}
+
+
+def test_stateless_tasks_are_available_whenever_owned() -> None:
+    state = model((T0, T2), stateful=(T0,))
+    state.add_process("a")
+    state.assign("a", 0, [T2], [])
+    state.advance(5.0)
+    assert state.unavailable_s[T2] == 0.0
+    assert state.unavailable_s[T0] == pytest.approx(5.0)
+
+
+def test_advancing_in_small_steps_equals_one_step() -> None:
+    def run(steps: int) -> StateModel:
+        state = model((T0, T1, T2))
+        state.add_process("a", {T0: 0, T1: 0})
+        state.add_process("b")
+        state.assign("a", 0, [T0, T1], [T2])
+        state.assign("b", 0, [T2], [T0, T1])
+        for i in range(1, steps + 1):
+            state.advance(40.0 * i / steps)
+        return state
+
+    one, many = run(1), run(400)
+    for task in (T0, T1, T2):
+        assert many.end[task] == pytest.approx(one.end[task])
+        assert many.unavailable_s[task] == pytest.approx(one.unavailable_s[task])
+        for process in ("a", "b"):
+            assert many.disk[process][task] == pytest.approx(one.disk[process][task])
+
+
+def test_end_offsets_split_a_task_over_its_changelog_partitions_exactly() -> None:
+    state = StateModel(DYNAMICS.model_copy(update={"initial_records": 1001}), (T0,), (T0,))
+    parts = (TopicPartition("c1", 0), TopicPartition("c2", 0), TopicPartition("c3", 0))
+    offsets = state.end_offsets({T0: parts})
+    assert sum(offsets.values()) == 1001
+    assert set(offsets) == set(parts)
