@@ -87,6 +87,7 @@ def _boxes(ax: Axes, summary: Summary, groups: Sequence[str],
     ax.set_xlim(-0.6, len(groups) - 0.4)
     if log:
         ax.set_yscale("symlog", linthresh=1.0)
+    ax.set_ylim(bottom=0)  # every metric drawn is a count or a duration
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize=8, ncols=min(5, len(assignors)), loc="upper left")
 

@@ -132,6 +132,17 @@ def run_jobs(spark: SparkSession, batches: list[list[mix.Job]], total: int,
         bundles.unpersist()
 
 
+def command_line(options: SweepOptions, mix_name: str, families: Sequence[str],
+                 assignors: Sequence[str], scenarios: int) -> str:
+    """The command that runs this sweep again (the master aside: same rows anywhere)."""
+    line = f"python -m simulator.spark sweep --mix {mix_name} --scenarios {scenarios}"
+    if options.families:
+        line += " --families " + ",".join(families)
+    if options.assignors:
+        line += " --assignors " + ",".join(assignors)
+    return line + f" --seed {options.seed} --out {options.out}"
+
+
 def sweep(options: SweepOptions, spark: SparkSession | None = None) -> SweepResult:
     """Run the sweep ``options`` describe; the report is under ``options.out / 'report'``.
 
@@ -171,8 +182,7 @@ def sweep(options: SweepOptions, spark: SparkSession | None = None) -> SweepResu
             "replays_per_s": round(total / replay_s, 2) if replay_s > 0 else None,
             "versions": _versions(),
             "machine": _machine(spark),
-            "command": " ".join(["python -m simulator sweep", *sys.argv[2:]])
-            if sys.argv[1:2] == ["sweep"] else "python -m simulator sweep",
+            "command": command_line(options, chosen.name, families, assignors, count),
         }
         (out / RUN_FILE).write_text(json.dumps(run, indent=2, sort_keys=True) + "\n",
                                     encoding="utf-8")
