@@ -7,7 +7,8 @@ same cases (``random.Random`` seeded with a string, no hash of anything), on any
 
 Parameters are set only where the family declares them (:func:`simulator.families.family_params`),
 so a family the engine adds later slots in with its own defaults for what this module does not
-know. Sizes follow a long tail, as real groups do: most are small, some reach ``max_processes``.
+know. Sizes follow a long tail (:data:`SIZE_TAIL`), as real groups do: most are small, a few
+reach ``max_processes``.
 Families whose timeline has one event per process (the rolling ones) cost the square of the group
 size to replay, so their groups are capped at ``max_rolling_processes``; the cap is part of the
 mix's documented definition (:data:`MIXES`), not a silent cut.
@@ -119,9 +120,21 @@ def resolve(mix: str, families: Sequence[str] | None,
     return MIXES[mix], chosen_families, chosen_assignors
 
 
+#: The size law of a mix's groups: (share of cases, lowest, highest processes), tried in order;
+#: the rest are log-uniform in 1..20. Most real groups are small, and a replay's cost grows
+#: faster than its group (a 200-process scale-out takes minutes, a 10-process one a second).
+SIZE_TAIL: tuple[tuple[float, int, int], ...] = ((0.02, 101, 10**9), (0.13, 21, 100))
+
+
 def _long_tail(rng: random.Random, top: int) -> int:
-    """1..top, log-uniform: as many groups of 1-10 processes as of 10-100."""
-    return max(1, min(top, int(math.exp(rng.uniform(0.0, math.log(top + 1))))))
+    """1..top: 2 % above 100 processes, 13 % 21-100, the rest log-uniform 1-20."""
+    draw = rng.random()
+    for share, low, high in SIZE_TAIL:
+        if draw < share and low <= top:
+            return rng.randint(low, min(high, top))
+        draw -= share
+    small = min(20, top)
+    return max(1, min(small, int(math.exp(rng.uniform(0.0, math.log(small + 1))))))
 
 
 def _params(mix: Mix, family: str, rng: random.Random, index: int,
