@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 
+from simulator.families import FAMILIES
 from tests.support.requirements import require
 
-#: The tests' sweep: every family, every assignor, small groups (the ``smoke`` mix).
-SMALL = {"mix": "smoke", "scenarios": 8, "seed": 11}
+#: The tests' sweep: one scenario of every family with every assignor, small groups (``smoke``).
+SMALL = {"mix": "smoke", "scenarios": len(FAMILIES), "seed": 11}
 
 
 def require_spark() -> None:
