@@ -62,6 +62,7 @@ def _boxes(ax: Axes, summary: Summary, groups: Sequence[str],
     """One box per (group, assignor): quartiles, median, whiskers min..p95, a dot at the max."""
     assignors = summary["assignors"]
     width = 0.8 / max(1, len(assignors))
+    highest = 0.0
     for a_index, assignor in enumerate(assignors):
         boxes, positions = [], []
         for g_index, group in enumerate(groups):
@@ -71,6 +72,7 @@ def _boxes(ax: Axes, summary: Summary, groups: Sequence[str],
             boxes.append({"med": stats["p50"], "q1": stats["q1"], "q3": stats["q3"],
                           "whislo": stats["min"], "whishi": stats["p95"],
                           "fliers": [stats["max"]], "label": ""})
+            highest = max(highest, float(stats["max"] or 0.0))
             positions.append(g_index - 0.4 + width * (a_index + 0.5))
         if not boxes:
             continue
@@ -87,7 +89,8 @@ def _boxes(ax: Axes, summary: Summary, groups: Sequence[str],
     ax.set_xlim(-0.6, len(groups) - 0.4)
     if log:
         ax.set_yscale("symlog", linthresh=1.0)
-    ax.set_ylim(bottom=0)  # every metric drawn is a count or a duration
+    # every metric drawn is a count or a duration; head room above the maxima for the legend
+    ax.set_ylim(0, (highest * 8 if log else highest * 1.3) if highest > 0 else 1)
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize=8, ncols=min(5, len(assignors)), loc="upper left")
 
