@@ -24,7 +24,7 @@ from simulator.spark.columns import (
     row_values,
     to_tuple,
 )
-from simulator.spark.mix import Job
+from simulator.spark.mix import Job, job_cost
 
 #: Longest error text kept in a row (a traceback is in the replay, not the table).
 MAX_ERROR_CHARS = 2_000
@@ -78,8 +78,10 @@ def run_job(job: Job) -> Bundle:
     return to_tuple(SCENARIO_COLUMNS, values), rebalances, violations
 
 
-def run_batch(done: Counter | None, jobs: Iterable[Job]) -> Iterator[Bundle]:
-    """``mapPartitions`` body: every job of the partition, in order, counted as it finishes.
+def run_batch(done: Counter | None, work: Counter | None,
+              jobs: Iterable[Job]) -> Iterator[Bundle]:
+    """``mapPartitions`` body: every job of the partition, in order, counted as it finishes
+    (``done`` +1, ``work`` + its :func:`~simulator.spark.mix.job_cost`).
 
     The assignors log a warning per standby they cannot place; thousands of them from every
     worker would bury the progress bar, and the same facts are in the rows (standby coverage),
@@ -90,6 +92,8 @@ def run_batch(done: Counter | None, jobs: Iterable[Job]) -> Iterator[Bundle]:
         bundle = run_job(job)
         if done is not None:
             done.add(1)
+        if work is not None:
+            work.add(job_cost(job))
         yield bundle
 
 

@@ -86,14 +86,25 @@ class Case:
 
     @property
     def cost(self) -> int:
-        """A rough replay cost (members x rebalances), only to schedule big cases first."""
-        processes = int(self.params.get("processes", 1))
-        members = processes * int(self.params.get("threads", 1))
-        return members * (processes + 2 if self.family in ROLLING_FAMILIES else 4)
+        """:func:`cost` of this case."""
+        return cost(self.family, self.params)
+
+
+def cost(family: str, params: dict[str, Any]) -> int:
+    """A rough replay cost (members x rebalances): big cases are scheduled first, and the progress
+    bar's time left is reckoned in it (the biggest-first order makes a count of replays lie)."""
+    processes = int(params.get("processes", 1))
+    members = processes * int(params.get("threads", 1))
+    return members * (processes + 2 if family in ROLLING_FAMILIES else 4)
 
 
 #: A job as the executors receive it: (case_id, family, params JSON, seed, assignor).
 Job = tuple[int, str, str, int, str]
+
+
+def job_cost(job: Job) -> int:
+    """:func:`cost` of a job (the executors count it as they finish)."""
+    return cost(job[1], json.loads(job[2]))
 
 
 def all_assignors() -> tuple[str, ...]:
@@ -226,6 +237,8 @@ __all__ = [
     "all_assignors",
     "batches",
     "build_cases",
+    "cost",
+    "job_cost",
     "jobs",
     "resolve",
 ]

@@ -26,10 +26,17 @@ def _duration(seconds: float) -> str:
     return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
 
 
-def line(done: int, total: int, elapsed_s: float, *, bar: bool) -> str:
-    """One progress line: ``[####......] 120/400 replays  8.1/s  left 35s``."""
+def line(done: int, total: int, elapsed_s: float, *, bar: bool,
+         work_share: float | None = None) -> str:
+    """One progress line: ``[####......] 120/400 replays  8.1/s  left 35s``.
+
+    Time left is reckoned from ``work_share`` (the share of the estimated work done) when given,
+    else from the count: the sweep runs its biggest groups first, so early on a count says hours
+    when most of the work is in fact behind it.
+    """
     rate = done / elapsed_s if elapsed_s > 0 else 0.0
-    left = _duration((total - done) / rate) if rate > 0 else "?"
+    share = work_share if work_share is not None else done / max(1, total)
+    left = _duration(elapsed_s * (1 - share) / share) if share > 0 else "?"
     text = f"{done}/{total} replays  {rate:.1f}/s  elapsed {_duration(elapsed_s)}  left {left}"
     if not bar:
         return text
@@ -39,8 +46,10 @@ def line(done: int, total: int, elapsed_s: float, *, bar: bool) -> str:
 
 @contextmanager
 def progress(total: int, read_done: Callable[[], int],
+             read_share: Callable[[], float] | None = None,
              stream: TextIO | None = None) -> Iterator[None]:
-    """Report ``read_done()`` out of ``total`` until the block ends (then one final line)."""
+    """Report ``read_done()`` out of ``total`` (and ``read_share()`` of the work) until the
+    block ends, then one final line."""
     out = stream if stream is not None else sys.stderr
     tty = out.isatty()
     interval = TTY_INTERVAL_S if tty else PLAIN_INTERVAL_S
@@ -48,7 +57,9 @@ def progress(total: int, read_done: Callable[[], int],
     stop = threading.Event()
 
     def show(final: bool = False) -> None:
-        text = line(min(total, read_done()), total, time.monotonic() - started, bar=tty)
+        share = None if read_share is None else min(1.0, read_share())
+        text = line(min(total, read_done()), total, time.monotonic() - started, bar=tty,
+                    work_share=share)
         if tty:
             out.write("\r" + text + ("\n" if final else ""))
         else:

@@ -112,15 +112,17 @@ def run_jobs(spark: SparkSession, batches: list[list[mix.Job]], total: int,
     """Replay every job in the executors and write the three tables under ``out``."""
     sc = spark.sparkContext
     done = sc.accumulator(0)
+    work = sc.accumulator(0)
+    all_work = max(1, sum(mix.job_cost(job) for batch in batches for job in batch))
     rows = [(index, job) for index, batch in enumerate(batches) for job in batch]
     jobs = (sc.parallelize(rows, max(1, len(batches)))
             .partitionBy(max(1, len(batches)), lambda index: index)
             .values())
     bundles = spark.createDataFrame(
-        jobs.mapPartitions(partial(executor.run_batch, done)), BUNDLE_SCHEMA
+        jobs.mapPartitions(partial(executor.run_batch, done, work)), BUNDLE_SCHEMA
     ).persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        with progress(total, lambda: int(done.value)):
+        with progress(total, lambda: int(done.value), lambda: int(work.value) / all_work):
             produced = bundles.count()
         if produced != total:
             raise SweepError(f"{produced} scenario rows for {total} jobs")

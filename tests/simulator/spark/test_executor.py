@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from simulator.spark import executor
+from simulator.spark import executor, mix
 from simulator.spark.columns import REBALANCE_COLUMNS, SCENARIO_COLUMNS
 
 
@@ -34,11 +34,12 @@ def test_a_job_gives_its_scenario_row_and_rebalances() -> None:
 
 
 def test_a_job_that_raises_is_a_row_with_the_error_and_the_replay_command() -> None:
-    done = _Count()
+    done, work = _Count(), _Count()
     jobs = [(0, "scale_in", json.dumps({"no_such_param": 1}), 4, "sticky"),
             (1, "scale_in", json.dumps({"processes": 2}), 4, "sticky")]
-    bundles = list(executor.run_batch(done, jobs))
+    bundles = list(executor.run_batch(done, work, jobs))
     assert done.value == 2 and len(bundles) == 2
+    assert work.value == sum(mix.job_cost(job) for job in jobs) > 0
     failed = _by_name(bundles[0][0])
     assert "no_such_param" in str(failed["error"])
     assert failed["replay"] == ("python -m simulator run --family scale_in --seed 4 "
