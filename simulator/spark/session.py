@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from pyspark import SparkConf
+from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
 #: Executors' hash seed, fixed so that runs compare field for field.
@@ -63,19 +63,25 @@ def session(master: str | None = None, app_name: str = "streams-assignor sweep",
             shuffle_partitions: int = 8) -> Iterator[SparkSession]:
     """A session configured as the module says, with the project's code shipped to executors;
     stopped (and the code zip removed) on the way out."""
+    # Under spark-submit the JVM already runs (PYSPARK_GATEWAY_PORT) with its --master and
+    # --conf; otherwise the master is ours and the JVM inherits SPARK_LOCAL_IP when it starts.
+    submitted = "PYSPARK_GATEWAY_PORT" in os.environ
+    if not submitted and is_on_this_machine(master or "local[*]"):
+        os.environ.setdefault("SPARK_LOCAL_IP", LOOPBACK)
+    # the JVM first, so that SparkConf() holds spark-submit's settings and setIfMissing sees them
+    SparkContext._ensure_initialized()
     conf = SparkConf()
     if master is not None:
         conf.setMaster(master)
     conf.setIfMissing("spark.master", "local[*]")
-    chosen = conf.get("spark.master") or "local[*]"
-    if is_on_this_machine(chosen):
-        os.environ.setdefault("SPARK_LOCAL_IP", LOOPBACK)
+    if is_on_this_machine(conf.get("spark.master") or "local[*]"):
         conf.setIfMissing("spark.driver.host", LOOPBACK)
         conf.setIfMissing("spark.driver.bindAddress", LOOPBACK)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     conf.setIfMissing("spark.app.name", app_name)
     conf.setIfMissing("spark.ui.enabled", "false")
-    conf.setIfMissing("spark.ui.showConsoleProgress", "false")
+    # always off: the launcher turns Spark's own stage bar on, and the sweep draws its own
+    conf.set("spark.ui.showConsoleProgress", "false")
     conf.setIfMissing("spark.executorEnv.PYTHONHASHSEED", HASH_SEED)
     conf.setIfMissing("spark.sql.shuffle.partitions", str(shuffle_partitions))
     conf.setIfMissing("spark.python.worker.reuse", "true")
