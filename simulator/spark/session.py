@@ -44,7 +44,7 @@ def is_on_this_machine(master: str) -> bool:
 
 
 def code_zip(directory: Path) -> Path:
-    """A zip of the project's packages as this interpreter imports them (no caches)."""
+    """A zip of the project's packages' Python sources, as this interpreter imports them."""
     import importlib
 
     target = directory / "streams_assignor_code.zip"
@@ -53,7 +53,7 @@ def code_zip(directory: Path) -> Path:
             module = importlib.import_module(package)
             root = Path(module.__file__ or "").parent
             for path in sorted(root.rglob("*")):
-                if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+                if path.is_file() and path.suffix == ".py" and "__pycache__" not in path.parts:
                     archive.write(path, Path(package) / path.relative_to(root))
     return target
 
