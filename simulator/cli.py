@@ -26,6 +26,7 @@ from simulator.engine import ReplayResult, replay, replay_command
 from simulator.families import FAMILIES, FamilyError, family_params, generate, parse_params
 from simulator.metrics import RebalanceRow, row_dict
 from simulator.scenarios import ScenarioError, load_scenario
+from simulator.spark import cli as spark_cli
 
 _ASSIGNORS = ("high_availability", "legacy_sticky", "fallback_prior", "roundrobin", "sticky")
 
@@ -45,6 +46,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("-v", "--verbose", action="store_true", help="log the assignors' warnings")
     families = commands.add_parser("families", help="list the families and their parameters")
     families.add_argument("--json", action="store_true")
+    # The Spark sweep's commands; their module imports pyspark only when one of them runs.
+    spark_cli.add_commands(commands)
     return parser
 
 
@@ -52,6 +55,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "families":
         return _families(args.json)
+    if args.command in ("sweep", "report"):
+        return spark_cli.run(args)
     logging.basicConfig(level=logging.WARNING if args.verbose else logging.CRITICAL)
     try:
         if args.family is not None:

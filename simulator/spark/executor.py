@@ -1,0 +1,100 @@
+"""What an executor does with its batch of jobs: replay each, return rows of the three tables.
+
+This runs inside Spark's Python workers (``mapPartitions``), but imports no pyspark: a job is a
+plain tuple, the answer plain tuples in the column order of :mod:`simulator.spark.columns`, so
+the function is tested without a JVM and cloudpickle ships it by reference (the project's code
+travels to the executors as a zip, :mod:`simulator.spark.session`).
+
+A replay that raises (our bug or a peer's) becomes a scenario row with ``error`` and the command
+that replays it, and the batch goes on: rows out = jobs in, always.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Iterator
+from typing import Any, Protocol
+
+from simulator.metrics import RebalanceRow, ScenarioRow, Violation
+from simulator.spark.columns import (
+    REBALANCE_COLUMNS,
+    SCENARIO_COLUMNS,
+    VIOLATION_COLUMNS,
+    row_values,
+    to_tuple,
+)
+from simulator.spark.mix import Job, job_cost
+
+#: Longest error text kept in a row (a traceback is in the replay, not the table).
+MAX_ERROR_CHARS = 2_000
+
+#: One job's answer: (scenario row, rebalance rows, violation rows), as column-ordered tuples.
+Bundle = tuple[tuple[Any, ...], list[tuple[Any, ...]], list[tuple[Any, ...]]]
+
+
+class Counter(Protocol):
+    """What the driver hands in to count finished jobs (a Spark accumulator)."""
+
+    def add(self, term: int) -> None: ...
+
+
+def command_for(family: str, params: dict[str, Any], seed: int, assignor: str) -> str:
+    """The replay command of a case that could not even be generated (same form as the
+    engine's ``replay_command``)."""
+    extra = "".join(f" --param {k}={v}" for k, v in sorted(params.items()))
+    return f"python -m simulator run --family {family} --seed {seed} --assignor {assignor}{extra}"
+
+
+def run_job(job: Job) -> Bundle:
+    """Generate the job's scenario, replay it and lay the results out as table rows."""
+    # imported here: the engine's replay pulls in aiokafka, which the driver never needs
+    from simulator.engine import replay, replay_command
+    from simulator.families import generate
+
+    case_id, family, params_json, seed, assignor = job
+    params = json.loads(params_json)
+    keys = {"case_id": case_id, "family": family, "assignor": assignor, "seed": seed,
+            "params": params_json}
+    command = command_for(family, params, seed, assignor)
+    values: dict[str, Any] = dict(keys)
+    try:
+        scenario = generate(family, {**params, "assignor": assignor}, seed)
+        values["processes"] = len(scenario.processes)
+        values["members"] = sum(p.threads for p in scenario.processes)
+        command = replay_command(scenario)
+        result = replay(scenario, command=command)
+    except Exception as exc:  # a scenario that raises is a finding, not the end of the sweep
+        values["error"] = f"{type(exc).__name__}: {exc}"[:MAX_ERROR_CHARS]
+        values["replay"] = command
+        return to_tuple(SCENARIO_COLUMNS, values), [], []
+    values.update({k: v for k, v in row_values(result.summary, ScenarioRow).items()
+                   if k not in keys})
+    values["replay"] = command
+    rebalances = [to_tuple(REBALANCE_COLUMNS, {**row_values(r, RebalanceRow), **keys})
+                  for r in result.rebalances]
+    violations = [to_tuple(VIOLATION_COLUMNS, {**row_values(v, Violation), **keys})
+                  for v in result.violations]
+    return to_tuple(SCENARIO_COLUMNS, values), rebalances, violations
+
+
+def run_batch(done: Counter | None, work: Counter | None,
+              jobs: Iterable[Job]) -> Iterator[Bundle]:
+    """``mapPartitions`` body: every job of the partition, in order, counted as it finishes
+    (``done`` +1, ``work`` + its :func:`~simulator.spark.mix.job_cost`).
+
+    The assignors log a warning per standby they cannot place; thousands of them from every
+    worker would bury the progress bar, and the same facts are in the rows (standby coverage),
+    so warnings are off in this worker process.
+    """
+    logging.disable(logging.WARNING)
+    for job in jobs:
+        bundle = run_job(job)
+        if done is not None:
+            done.add(1)
+        if work is not None:
+            work.add(job_cost(job))
+        yield bundle
+
+
+__all__ = ["MAX_ERROR_CHARS", "Bundle", "Counter", "command_for", "run_batch", "run_job"]

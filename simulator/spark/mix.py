@@ -1,0 +1,244 @@
+"""Mixes: which scenarios a sweep runs, drawn from the engine's families with one seed.
+
+A mix turns ``(name, families, scenarios, seed)`` into *cases*: ``(family, params, seed)``
+triples. Every case runs once with every assignor of the sweep (a *job*), so each assignor meets
+exactly the same scenarios and rows out = cases x assignors. The same arguments always give the
+same cases (``random.Random`` seeded with a string, no hash of anything), on any machine.
+
+Parameters are set only where the family declares them (:func:`simulator.families.family_params`),
+so a family the engine adds later slots in with its own defaults for what this module does not
+know. Sizes follow a long tail (:data:`SIZE_TAIL`), as real groups do: most are small, a few
+reach ``max_processes``.
+Families whose timeline has one event per process (the rolling ones) cost the square of the group
+size to replay, so their groups are capped at ``max_rolling_processes``; the cap is part of the
+mix's documented definition (:data:`MIXES`), not a silent cut.
+
+No pyspark here: the driver builds the cases before Spark starts.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from simulator.families import FAMILIES, family_params
+from simulator.scenarios import OUR_ASSIGNORS, PEER_ASSIGNORS
+
+#: Families whose timeline has one event per process: replay cost grows with the square of size.
+ROLLING_FAMILIES = frozenset({"rolling_restart", "rolling_upgrade"})
+
+
+class MixError(ValueError):
+    """An unknown mix, family or assignor, or a count that cannot be met."""
+
+
+@dataclass(frozen=True, slots=True)
+class Mix:
+    """A documented distribution of scenarios."""
+
+    name: str
+    summary: str
+    #: cases when ``--scenarios`` is not given
+    scenarios: int
+    max_processes: int
+    max_rolling_processes: int
+    max_partitions: int
+    #: (processes, threads, partitions) groups added once per family where the family allows it
+    large_groups: tuple[tuple[int, int, int], ...] = ()
+
+
+MIXES: dict[str, Mix] = {
+    m.name: m for m in (
+        Mix("default",
+            "every family and assignor; groups of 1 to 200 processes (rolling families up to "
+            "24), 1-4 threads, standbys 0-2, the shop topology (2 tasks per partition)",
+            scenarios=2000, max_processes=200, max_rolling_processes=24, max_partitions=256),
+        Mix("large",
+            "the default mix plus, for every family that is not rolling, one group of 250 "
+            "processes x 4 threads (1,000 members) and 5,000 partitions (10,000 tasks)",
+            scenarios=2000, max_processes=200, max_rolling_processes=24, max_partitions=256,
+            large_groups=((250, 4, 5000),)),
+        Mix("smoke",
+            "small groups only (1-6 processes, rolling families up to 4): the tests' and a "
+            "quick look's mix",
+            scenarios=24, max_processes=6, max_rolling_processes=4, max_partitions=16),
+    )
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    """One scenario of the mix, before an assignor is chosen."""
+
+    case_id: int
+    family: str
+    params: dict[str, Any]
+    seed: int
+
+    @property
+    def params_json(self) -> str:
+        """The parameters as canonical JSON (sorted keys): how the tables store them."""
+        return json.dumps(self.params, sort_keys=True, separators=(",", ":"))
+
+    @property
+    def cost(self) -> int:
+        """:func:`cost` of this case."""
+        return cost(self.family, self.params)
+
+
+def cost(family: str, params: dict[str, Any]) -> int:
+    """A rough replay cost (members x rebalances): big cases are scheduled first, and the progress
+    bar's time left is reckoned in it (the biggest-first order makes a count of replays lie)."""
+    processes = int(params.get("processes", 1))
+    members = processes * int(params.get("threads", 1))
+    return members * (processes + 2 if family in ROLLING_FAMILIES else 4)
+
+
+#: A job as the executors receive it: (case_id, family, params JSON, seed, assignor).
+Job = tuple[int, str, str, int, str]
+
+
+def job_cost(job: Job) -> int:
+    """:func:`cost` of a job (the executors count it as they finish)."""
+    return cost(job[1], json.loads(job[2]))
+
+
+def all_assignors() -> tuple[str, ...]:
+    """Every assignor the engine can run: ours, then the peers."""
+    return tuple(OUR_ASSIGNORS) + tuple(PEER_ASSIGNORS)
+
+
+def resolve(mix: str, families: Sequence[str] | None,
+            assignors: Sequence[str] | None) -> tuple[Mix, tuple[str, ...], tuple[str, ...]]:
+    """Check names against the engine's; ``None`` or empty means all of them."""
+    if mix not in MIXES:
+        raise MixError(f"no mix {mix!r}; mixes: {', '.join(MIXES)}")
+    chosen_families = tuple(families) if families else tuple(FAMILIES)
+    unknown = [f for f in chosen_families if f not in FAMILIES]
+    if unknown:
+        raise MixError(f"no family {unknown[0]!r}; families: {', '.join(FAMILIES)}")
+    chosen_assignors = tuple(assignors) if assignors else all_assignors()
+    unknown = [a for a in chosen_assignors if a not in all_assignors()]
+    if unknown:
+        raise MixError(f"no assignor {unknown[0]!r}; assignors: {', '.join(all_assignors())}")
+    for name, values in (("families", chosen_families), ("assignors", chosen_assignors)):
+        if len(set(values)) != len(values):
+            raise MixError(f"--{name} names one twice: {', '.join(values)}")
+    return MIXES[mix], chosen_families, chosen_assignors
+
+
+#: The size law of a mix's groups: (share of cases, lowest, highest processes), tried in order;
+#: the rest are log-uniform in 1..20. Most real groups are small, and a replay's cost grows
+#: faster than its group (a 200-process scale-out takes minutes, a 10-process one a second).
+SIZE_TAIL: tuple[tuple[float, int, int], ...] = ((0.02, 101, 10**9), (0.13, 21, 100))
+
+
+def _long_tail(rng: random.Random, top: int) -> int:
+    """1..top: 2 % above 100 processes, 13 % 21-100, the rest log-uniform 1-20."""
+    draw = rng.random()
+    for share, low, high in SIZE_TAIL:
+        if draw < share and low <= top:
+            return rng.randint(low, min(high, top))
+        draw -= share
+    small = min(20, top)
+    return max(1, min(small, int(math.exp(rng.uniform(0.0, math.log(small + 1))))))
+
+
+def _params(mix: Mix, family: str, rng: random.Random, index: int,
+            size: tuple[int, int, int] | None) -> dict[str, Any]:
+    """The parameters of one case: common ones, then the family's own where it has them."""
+    known = family_params(family)
+    top = mix.max_rolling_processes if family in ROLLING_FAMILIES else mix.max_processes
+    if size is not None:
+        processes, threads, partitions = size
+    else:
+        # the first two cases of each family pin the ends of the size range
+        processes = {0: 1, 1: top}.get(index, _long_tail(rng, top))
+        threads = rng.choice((1, 1, 2, 2, 4))
+        partitions = max(1, min(mix.max_partitions, round(processes * rng.uniform(1.0, 4.0))))
+    draws: dict[str, Any] = {
+        "processes": processes,
+        "threads": threads,
+        "partitions": partitions,
+        "standbys": index % 3,
+        "static": rng.random() < 0.5,
+        "warmups": rng.choice((1, 2, 4)),
+        "recovery_lag": rng.choice((1_000, 10_000, 100_000)),
+        # family-specific, each only where the family declares it
+        "add": rng.randint(1, max(1, processes // 4)),
+        "remove": rng.randint(1, max(1, processes // 4)),
+        "crash": rng.randint(1, max(1, processes // 5)),
+        "flaps": rng.randint(2, 4),
+        "wipe": rng.random() < 0.3,
+        "to_partitions": partitions + rng.randint(1, max(1, partitions)),
+    }
+    return {key: value for key, value in draws.items() if key in known}
+
+
+def build_cases(mix: Mix, families: Sequence[str], scenarios: int, seed: int) -> list[Case]:
+    """``scenarios`` cases, families in turn, every draw from one seeded generator."""
+    if scenarios < len(families):
+        raise MixError(f"--scenarios {scenarios} cannot cover {len(families)} families")
+    rng = random.Random(f"streams-assignor mix\x00{mix.name}\x00{seed}")
+    cases: list[Case] = []
+    for case_id in range(scenarios):
+        family = families[case_id % len(families)]
+        params = _params(mix, family, rng, case_id // len(families), None)
+        cases.append(Case(case_id, family, params, rng.randrange(2**31)))
+    for size in mix.large_groups:
+        for family in families:
+            if family in ROLLING_FAMILIES:
+                continue
+            params = _params(mix, family, rng, 2, size)
+            cases.append(Case(len(cases), family, params, rng.randrange(2**31)))
+    return cases
+
+
+def jobs(cases: Sequence[Case], assignors: Sequence[str]) -> list[Job]:
+    """Every case with every assignor, biggest first (so the long ones do not come last)."""
+    ordered = sorted(cases, key=lambda c: (-c.cost, c.case_id))
+    return [(c.case_id, c.family, c.params_json, c.seed, a) for c in ordered for a in assignors]
+
+
+def batches(cases: Sequence[Case], assignors: Sequence[str], parallelism: int,
+            max_jobs: int = 16) -> list[list[Job]]:
+    """The jobs cut into Spark partitions: at most ``max_jobs`` each, and about
+    ``total cost / (64 x parallelism)`` of cost each, so every core gets many batches (load
+    balance) and a big group runs alone in its batch (the driver counts finished replays when a
+    batch ends, so a batch of big groups would hold the progress bar still for minutes)."""
+    cost = {c.case_id: c.cost for c in cases}
+    ordered = jobs(cases, assignors)
+    budget = max(1, sum(cost[j[0]] for j in ordered) // max(1, 64 * parallelism))
+    out: list[list[Job]] = []
+    current: list[Job] = []
+    spent = 0
+    for job in ordered:
+        if current and (len(current) >= max_jobs or spent + cost[job[0]] > budget):
+            out.append(current)
+            current, spent = [], 0
+        current.append(job)
+        spent += cost[job[0]]
+    if current:
+        out.append(current)
+    return out
+
+
+__all__ = [
+    "MIXES",
+    "ROLLING_FAMILIES",
+    "Case",
+    "Job",
+    "Mix",
+    "MixError",
+    "all_assignors",
+    "batches",
+    "build_cases",
+    "cost",
+    "job_cost",
+    "jobs",
+    "resolve",
+]

@@ -1,0 +1,200 @@
+"""The sweep: a mix's jobs as rows -> replays in executors -> three Parquet tables -> report.
+
+Flow (one Spark job does the replays; everything after reads what it wrote):
+
+1. the driver draws the mix's cases (:mod:`simulator.spark.mix`) and cuts the jobs (case x
+   assignor) into batches, biggest groups first;
+2. the jobs become an RDD of rows, one partition per batch (``partitionBy`` on the batch index),
+   and ``mapPartitions`` replays each (:func:`simulator.spark.executor.run_batch`); the result is a
+   DataFrame with the explicit :data:`~simulator.spark.schema.BUNDLE_SCHEMA`, cached so that each
+   job replays once, and counted: rows out must equal jobs in, or the sweep fails;
+3. the bundle is split into ``scenarios/``, ``rebalances/`` and ``violations/``, each written as
+   Parquet partitioned by ``family`` and ``assignor`` (sorted inside, so files compare);
+4. ``run.json`` records what ran (mix, seed, counts, versions, machine, duration);
+5. the summaries are computed by Spark from the Parquet (:mod:`simulator.spark.summary`) and the
+   report is rendered (:mod:`simulator.report`), exactly as ``report DIR`` would.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+import time
+from collections.abc import Sequence
+from contextlib import nullcontext
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import partial
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from simulator.spark import executor, mix, summary
+from simulator.spark.progress import progress
+from simulator.spark.schema import BUNDLE_SCHEMA
+from simulator.spark.session import parallelism, session
+
+#: The tables of a sweep folder, with the columns each is sorted by inside its files.
+TABLE_ORDER: dict[str, tuple[str, ...]] = {
+    "scenarios": ("case_id",),
+    "rebalances": ("case_id", "generation"),
+    "violations": ("case_id", "generation", "kind", "detail"),
+}
+RUN_FILE = "run.json"
+
+
+class SweepError(RuntimeError):
+    """The sweep could not deliver every row (a bug in the sweep, never a scenario's failure)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SweepOptions:
+    """Everything ``python -m simulator sweep`` takes."""
+
+    mix: str = "default"
+    families: tuple[str, ...] = ()
+    assignors: tuple[str, ...] = ()
+    #: cases (each run with every assignor); ``None``: the mix's own count
+    scenarios: int | None = None
+    seed: int = 0
+    out: Path = Path("out/simulate")
+    master: str | None = None
+    max_batch: int = 16
+
+
+@dataclass(frozen=True, slots=True)
+class SweepResult:
+    """Where the output went and what the report says."""
+
+    out: Path
+    report: Path
+    summary: dict[str, Any]
+
+
+def _versions() -> dict[str, str]:
+    found = {"python": platform.python_version()}
+    for package in ("streams-assignor", "pyspark", "pyarrow", "pandas", "matplotlib", "aiokafka",
+                    "pydantic"):
+        try:
+            found[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            found[package] = "not installed"
+    return found
+
+
+def _machine(spark: SparkSession) -> dict[str, Any]:
+    return {
+        "platform": platform.platform(),
+        "processor": platform.machine(),
+        "cpus": os.cpu_count() or 0,
+        "master": spark.sparkContext.master,
+        "parallelism": parallelism(spark),
+    }
+
+
+def _write(frame: DataFrame, path: Path, order: Sequence[str]) -> None:
+    """Parquet partitioned by family and assignor, one sorted file per partition."""
+    (frame.repartition("family", "assignor")
+     .sortWithinPartitions(*order)
+     .write.mode("overwrite")
+     .partitionBy("family", "assignor")
+     .parquet(str(path)))
+
+
+def run_jobs(spark: SparkSession, batches: list[list[mix.Job]], total: int,
+             out: Path) -> None:
+    """Replay every job in the executors and write the three tables under ``out``."""
+    sc = spark.sparkContext
+    done = sc.accumulator(0)
+    work = sc.accumulator(0)
+    all_work = max(1, sum(mix.job_cost(job) for batch in batches for job in batch))
+    rows = [(index, job) for index, batch in enumerate(batches) for job in batch]
+    jobs = (sc.parallelize(rows, max(1, len(batches)))
+            .partitionBy(max(1, len(batches)), lambda index: index)
+            .values())
+    bundles = spark.createDataFrame(
+        jobs.mapPartitions(partial(executor.run_batch, done, work)), BUNDLE_SCHEMA
+    ).persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        with progress(total, lambda: int(done.value), lambda: int(work.value) / all_work):
+            produced = bundles.count()
+        if produced != total:
+            raise SweepError(f"{produced} scenario rows for {total} jobs")
+        _write(bundles.select("scenario.*"), out / "scenarios", TABLE_ORDER["scenarios"])
+        for table, column in (("rebalances", "rebalances"), ("violations", "violations")):
+            rows_of = bundles.select(F.explode(column).alias("row")).select("row.*")
+            _write(rows_of, out / table, TABLE_ORDER[table])
+    finally:
+        bundles.unpersist()
+
+
+def command_line(options: SweepOptions, mix_name: str, families: Sequence[str],
+                 assignors: Sequence[str], scenarios: int) -> str:
+    """The command that runs this sweep again (the master aside: same rows anywhere)."""
+    line = f"python -m simulator.spark sweep --mix {mix_name} --scenarios {scenarios}"
+    if options.families:
+        line += " --families " + ",".join(families)
+    if options.assignors:
+        line += " --assignors " + ",".join(assignors)
+    return line + f" --seed {options.seed} --out {options.out}"
+
+
+def sweep(options: SweepOptions, spark: SparkSession | None = None) -> SweepResult:
+    """Run the sweep ``options`` describe; the report is under ``options.out / 'report'``.
+
+    With ``spark`` given (a session of :func:`simulator.spark.session.session`, or one
+    ``spark-submit`` configured), the sweep runs in it and leaves it running; otherwise it starts
+    one for ``options.master`` and stops it at the end.
+    """
+    chosen, families, assignors = mix.resolve(options.mix, options.families, options.assignors)
+    count = options.scenarios if options.scenarios is not None else chosen.scenarios
+    cases = mix.build_cases(chosen, families, count, options.seed)
+    total = len(cases) * len(assignors)
+    out = options.out
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    began = datetime.now(UTC).isoformat(timespec="seconds")
+    with nullcontext(spark) if spark is not None else session(options.master) as spark:
+        spark_ready_s = time.monotonic() - started
+        batches = mix.batches(cases, assignors, parallelism(spark), options.max_batch)
+        print(f"sweep: mix {chosen.name}, {len(cases)} scenarios x {len(assignors)} assignors = "
+              f"{total} replays in {len(batches)} batches on {spark.sparkContext.master}",
+              file=sys.stderr)
+        replay_started = time.monotonic()
+        run_jobs(spark, batches, total, out)
+        replay_s = time.monotonic() - replay_started
+        run = {
+            "mix": chosen.name,
+            "mix_summary": chosen.summary,
+            "seed": options.seed,
+            "families": list(families),
+            "assignors": list(assignors),
+            "scenarios": len(cases),
+            "replays": total,
+            "batches": len(batches),
+            "started": began,
+            "spark_start_s": round(spark_ready_s, 1),
+            "replay_and_write_s": round(replay_s, 1),
+            "replays_per_s": round(total / replay_s, 2) if replay_s > 0 else None,
+            "versions": _versions(),
+            "machine": _machine(spark),
+            "command": command_line(options, chosen.name, families, assignors, count),
+        }
+        (out / RUN_FILE).write_text(json.dumps(run, indent=2, sort_keys=True) + "\n",
+                                    encoding="utf-8")
+        result = summary.summarize(spark, out)
+        run["duration_s"] = round(time.monotonic() - started, 1)
+        (out / RUN_FILE).write_text(json.dumps(run, indent=2, sort_keys=True) + "\n",
+                                    encoding="utf-8")
+        result["run"] = run
+        report_dir = summary.render_report(spark, out, result).parent
+    return SweepResult(out, report_dir, result)
+
+
+__all__ = ["RUN_FILE", "SweepError", "SweepOptions", "SweepResult", "run_jobs", "sweep"]

@@ -1,0 +1,61 @@
+"""The mixes: seeded, every family and assignor, the documented sizes, and batches that hold
+every job exactly once (no Spark needed)."""
+
+from __future__ import annotations
+
+import pytest
+
+from simulator.families import FAMILIES
+from simulator.spark import mix
+
+
+def test_the_same_seed_draws_the_same_cases_and_another_seed_others() -> None:
+    default = mix.MIXES["default"]
+    families = tuple(FAMILIES)
+    first = mix.build_cases(default, families, 200, 5)
+    assert first == mix.build_cases(default, families, 200, 5)
+    assert first != mix.build_cases(default, families, 200, 6)
+
+
+def test_default_mix_covers_every_family_standbys_and_sizes() -> None:
+    chosen, families, assignors = mix.resolve("default", None, None)
+    cases = mix.build_cases(chosen, families, chosen.scenarios, 0)
+    assert len(cases) >= 2000
+    assert {c.family for c in cases} == set(FAMILIES)
+    assert {c.params["standbys"] for c in cases} == {0, 1, 2}
+    sizes = [c.params["processes"] for c in cases]
+    assert min(sizes) == 1 and max(sizes) >= 200
+    rolling = [c.params["processes"] for c in cases if c.family in mix.ROLLING_FAMILIES]
+    assert max(rolling, default=0) <= chosen.max_rolling_processes
+    assert set(assignors) == set(mix.all_assignors())
+
+
+def test_large_mix_adds_a_thousand_members_and_ten_thousand_tasks() -> None:
+    chosen, families, _ = mix.resolve("large", None, None)
+    cases = mix.build_cases(chosen, families, 16, 0)
+    large = [c for c in cases if c.params["processes"] * c.params["threads"] >= 1000]
+    assert large and all(c.params["partitions"] * 2 >= 10_000 for c in large)
+
+
+def test_every_assignor_meets_the_same_cases_and_batches_hold_each_job_once() -> None:
+    chosen, families, assignors = mix.resolve("default", None, None)
+    cases = mix.build_cases(chosen, families, 100, 1)
+    batches = mix.batches(cases, assignors, parallelism=2, max_jobs=16)
+    jobs = [job for batch in batches for job in batch]
+    assert sorted(jobs) == sorted(mix.jobs(cases, assignors))
+    assert len(jobs) == len(cases) * len(assignors)
+    assert all(1 <= len(batch) <= 16 for batch in batches)
+    by_assignor = {a: sorted((j[0], j[1], j[2], j[3]) for j in jobs if j[4] == a)
+                   for a in assignors}
+    assert len({tuple(v) for v in by_assignor.values()}) == 1
+
+
+def test_bad_names_are_refused_with_the_known_ones() -> None:
+    with pytest.raises(mix.MixError, match="mixes: default"):
+        mix.resolve("huge", None, None)
+    with pytest.raises(mix.MixError, match="families: "):
+        mix.resolve("default", ["nope"], None)
+    with pytest.raises(mix.MixError, match="assignors: "):
+        mix.resolve("default", None, ["range"])
+    with pytest.raises(mix.MixError, match="cannot cover"):
+        mix.build_cases(mix.MIXES["default"], tuple(FAMILIES), 2, 0)
