@@ -31,8 +31,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from assignor.placement.client_state import ClientState, ConsumerReport, build_client_state
 from assignor.config import AssignorConfig
+from assignor.placement.client_state import ClientState, ConsumerReport, build_client_state
 from assignor.placement.high_availability import HighAvailabilityTaskAssignor
 from assignor.placement.task_assignor import TaskAssignment
 from protocol.ids import ProcessId, TaskId

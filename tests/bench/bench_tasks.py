@@ -11,8 +11,8 @@ from __future__ import annotations
 import timeit
 
 from assignor.topology.internal_topics import InternalTopics, size_internal_topics
-from assignor.topology.tasks import create_tasks, plan_tasks
 from assignor.topology.model import Topology, TopologyBuilder
+from assignor.topology.tasks import create_tasks, plan_tasks
 from protocol.ids import TaskId, TopicPartition
 
 SUBTOPOLOGIES = 20
