@@ -110,6 +110,21 @@ def interleave(
     return results
 
 
+class Budget:
+    """Seconds for a section, shared out over its points as they come: each point gets an
+    equal share of what is left, so the report ends on time however slow the machine is."""
+
+    def __init__(self, total_s: float, points: int, floor_s: float = 5.0) -> None:
+        self._deadline = time.perf_counter() + total_s
+        self._left = max(points, 1)
+        self._floor = floor_s
+
+    def next(self) -> float:
+        share = (self._deadline - time.perf_counter()) / self._left
+        self._left = max(self._left - 1, 1)
+        return max(share, self._floor)
+
+
 @dataclass(frozen=True)
 class Figure:
     """Milliseconds (or any measure) of n runs."""

@@ -39,6 +39,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from tests.bench.framework import (  # noqa: E402
+    Budget,
     Figure,
     Report,
     Section,
@@ -64,6 +65,10 @@ GROWTH_PARTITIONS = (1_000, 10_000, 100_000)
 GROWTH_MEMBERS = (10, 100, 1_000, 10_000)
 QUICK_GROWTH_PARTITIONS = (1_000, 3_000, 10_000)  # over 100 members only
 QUICK_GROWTH_MEMBERS = (10, 100, 1_000)  # over 1,000 partitions
+# Seconds per section, shared out over its points (fewer runs where a point is slow, and the
+# figure says n=): the full report fits in 30 minutes, the quick one in a few.
+FULL_BUDGET_S = {"peers": 900.0, "java": 330.0, "growth": 390.0}
+QUICK_BUDGET_S = {"peers": 150.0, "java": 60.0, "growth": 60.0}
 
 
 def limit_ms(tasks: int, standbys: int) -> float:
@@ -102,6 +107,7 @@ def peer_configs(quick: bool) -> list[dict[str, Any]]:
 def peer_grid(
     report: Report, workers: dict[str, Worker], quick: bool, runs: int, budget_s: float
 ) -> None:
+    """The peer grid; ``budget_s`` is the whole section's, shared out over its points."""
     section = report.add(
         Section(
             "Peer grid: ours vs Faust and aiokafka, through aiokafka's interface",
@@ -109,7 +115,9 @@ def peer_grid(
             "group: **first** rebalance, then the **second** after one instance (its T "
             "consumers) leaves. Ratios are medians of paired runs. aiokafka's sticky and "
             "round-robin have no standbys: a s=1 row compares with the s=0 run of the same "
-            "point. `x limit` is ours over the physical limit "
+            "point; they run at T=1 only (for them T=2 is just a group of 2C consumers, and "
+            "sticky's cost there would take the report's time budget). `x limit` is ours over "
+            "the physical limit "
             f"({LIMIT_MS_PER_10K_TASKS:g} ms per 10,000 task replicas). Targets: "
             f"{VS_FAUST.text()}; {VS_STICKY.text()}.",
         )
@@ -128,18 +136,19 @@ def peer_grid(
     )
     memory_table = Table(["point", "rebalance", "ours peak MiB", "Faust peak MiB"])
     configs = peer_configs(quick)
+    budget = Budget(budget_s, len(configs))
     aiokafka_runs: dict[tuple[Any, ...], dict[str, list[Any]]] = {}
     for config in configs:
         sides = ["ours", "faust"]
         sibling = dict(config, standbys=0)
         key = tuple(sorted(sibling.items()))
-        if config["standbys"] == 0 or sibling not in configs:
+        if config["threads"] == 1 and (config["standbys"] == 0 or sibling not in configs):
             sides += ["sticky", "roundrobin"]
         calls = [
             (side, functools.partial(workers[side].call, "story", side=side, shape=config))
             for side in sides
         ]
-        results = interleave(calls, runs, budget_s)
+        results = interleave(calls, runs, budget.next())
         if "sticky" in results:
             aiokafka_runs[key] = {s: results[s] for s in ("sticky", "roundrobin")}
         peers = aiokafka_runs.get(key, {})
@@ -235,8 +244,11 @@ def _d(figure: Figure | None) -> dict[str, Any] | None:
 
 
 def java_grid(report: Report, worker: Worker, quick: bool, runs: int, budget_s: float) -> None:
+    """Kafka's scale grid; ``budget_s`` is the whole section's (the JVM warm-up outside it)."""
     from tests.bench.bench_assignor_scale import GRID
 
+    points = [g for g in GRID if not (quick and g[1] * g[2] * g[3] > 200_000)]
+    budget = Budget(budget_s, len(points))
     section = report.add(Section(
         "Kafka's StreamsAssignmentScaleTest grid: ours vs Kafka's Java assignor",
         "Rounds: **first** (from nothing), **second** (the same clients reporting what the "
@@ -262,9 +274,7 @@ def java_grid(report: Report, worker: Worker, quick: bool, runs: int, budget_s: 
         print(section.notes[-1], flush=True)
         harness = None
     try:
-        for name, partitions, n_clients, threads, standbys in GRID:
-            if quick and partitions * n_clients * threads > 200_000:
-                continue
+        for name, partitions, n_clients, threads, standbys in points:
             requests = {r: worker.call("scale_java_request", name=name, round_no=r) for r in (1, 2)}
             if harness is not None:
                 for r in (1, 2):
@@ -286,7 +296,7 @@ def java_grid(report: Report, worker: Worker, quick: bool, runs: int, budget_s: 
                     worker.call, "scale_like_for_like", name=name, round_no=r)))
                 calls.append((f"java{r}", functools.partial(java, r)))
             calls.append(("leader", functools.partial(worker.call, "scale_leader", name=name)))
-            results = interleave(calls, runs, budget_s)
+            results = interleave(calls, runs, budget.next())
             for r, rnd in ((1, "first"), (2, "second")):
                 ours_ha = [x["ha_ms"] for x in results[f"ours{r}"]]
                 ours_thr = [x["threads_ms"] for x in results[f"ours{r}"]]
@@ -344,11 +354,12 @@ def growth(report: Report, worker: Worker, quick: bool, runs: int, budget_s: flo
         for c in (100, 1000):
             points += [(f"partitions over {c:,} members", p, c) for p in GROWTH_PARTITIONS]
         points += [("members over 10,000 partitions", 10_000, c) for c in GROWTH_MEMBERS]
+    budget = Budget(budget_s, len(points))
     for curve, p, c in points:
         shape = dict(partitions=p, instances=c, threads=1, standbys=1, topics=1)
         results = interleave(
             [("ours", functools.partial(worker.call, "story", side="ours", shape=shape))],
-            runs, budget_s,
+            runs, budget.next(),
         )["ours"]
         traced = worker.call("story", side="ours", shape=shape, trace=True) if p * c <= 10**7 \
             else None
@@ -452,15 +463,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="the reduced grid (a few minutes)")
     parser.add_argument("--runs", type=int, default=5, help="warm runs per figure (default 5)")
-    parser.add_argument("--budget", type=float, default=None,
-                        help="seconds per point before fewer runs are taken")
+    parser.add_argument("--budget", type=float, default=1.0,
+                        help="scale every section's time budget (default 1.0)")
     parser.add_argument("--sections", default="peers,java,growth,older",
                         help="comma-separated: peers, java, growth, older")
     parser.add_argument("--out", type=Path, default=None, help="results folder")
     parser.add_argument("--publish", action="store_true", help="copy to docs/bench/latest.md")
     args = parser.parse_args(argv)
     quick = args.quick or os.environ.get("BENCH_QUICK", "") not in ("", "0")
-    budget = args.budget if args.budget is not None else (40.0 if quick else 150.0)
+    budgets = {key: value * args.budget for key, value in (QUICK_BUDGET_S if quick
+                                                             else FULL_BUDGET_S).items()}
     wanted = set(args.sections.split(","))
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
     out = args.out or ROOT / "bench-results" / stamp
@@ -479,11 +491,11 @@ def main(argv: list[str] | None = None) -> int:
         for side, worker in workers.items():  # imports and caches warm before anything counts
             worker.call("story", side=side, shape=warm)
         if "peers" in wanted:
-            peer_grid(report, workers, quick, args.runs, budget)
+            peer_grid(report, workers, quick, args.runs, budgets["peers"])
         if "java" in wanted:
-            java_grid(report, workers["ours"], quick, args.runs, budget)
+            java_grid(report, workers["ours"], quick, args.runs, budgets["java"])
         if "growth" in wanted:
-            growth(report, workers["ours"], quick, args.runs, budget)
+            growth(report, workers["ours"], quick, args.runs, budgets["growth"])
         if "older" in wanted:
             older_benches(report, quick)
     except WorkerFailed as error:
