@@ -14,6 +14,7 @@ Two figures per point and round, both against Kafka's ``HighAvailabilityTaskAssi
 
 from __future__ import annotations
 
+import gc
 import statistics
 import time
 from collections.abc import Callable
@@ -69,6 +70,7 @@ def scale_like_for_like(name: str, round_no: int) -> dict[str, float]:
     """One run of our HA assignment + tasks to threads on the prepared client states."""
     prepared = _prepare(name)
     clients = prepared["clients"][round_no]
+    gc.collect()  # a long-lived worker's earlier garbage is not this run's cost
     started = time.perf_counter()
     result: TaskAssignment = HighAvailabilityTaskAssignor().assign(
         clients, prepared["tasks"], prepared["tasks"], prepared["config"]
