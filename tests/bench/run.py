@@ -510,6 +510,8 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or ROOT / "bench-results" / stamp
     workers = {side: Worker(side) for side in ("ours", "faust", "sticky", "roundrobin")}
     began = time.perf_counter()
+    report: Report | None = None
+    failure = ""
     try:
         versions = workers["faust"].call("versions")
         if versions.get("faust-streaming") == "not installed":
@@ -530,12 +532,16 @@ def main(argv: list[str] | None = None) -> int:
             growth(report, workers["ours"], quick, args.runs, budgets["growth"])
         if "older" in wanted:
             older_benches(report, quick)
-    except WorkerFailed as error:
-        print(f"the bench could not run: {error}", file=sys.stderr)
-        return 2
+    except WorkerFailed as error:  # keep what was measured; say where it stopped
+        failure = str(error)
+        print(f"the bench could not run to the end: {failure}", file=sys.stderr)
     finally:
         for worker in workers.values():
             worker.close()
+    if report is None:
+        return 2
+    if failure:
+        report.sections.append(Section("The bench stopped here", f"```\n{failure[-3000:]}\n```"))
     summary(report)
     report.header["took"] = f"{time.perf_counter() - began:.0f} s"
     report.write(out)
@@ -545,7 +551,7 @@ def main(argv: list[str] | None = None) -> int:
         latest.parent.mkdir(parents=True, exist_ok=True)
         latest.write_text(report.markdown())
         print(f"published to {latest}", flush=True)
-    return 0
+    return 2 if failure else 0
 
 
 if __name__ == "__main__":
