@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from operator import attrgetter
+from operator import attrgetter, is_
 
 import msgpack
 
@@ -63,7 +63,7 @@ class HostSection:
 
     Every member of a group receives the same host maps, and for a large group they are most of
     the payload (100,000 partitions for 100 hosts of 1,000 tasks). A leader packs them once and
-    splices the bytes into each member's assignment; ``matches`` tells when that is allowed.
+    splices the bytes into each member's assignment; ``reuse`` tells when that is allowed.
     """
 
     partitions_by_host: HostMap
@@ -71,18 +71,44 @@ class HostSection:
     topics: tuple[str, ...]
     packed: bytes
 
-    def matches(self, info: AssignmentInfo, version: int) -> bool:
+    def reuse(self, info: AssignmentInfo, version: int) -> HostSection | None:
+        """This section for ``info`` if its maps are equal to the packed ones, else None.
+
+        The section keeps its own copies of the maps, so a map changed in place is noticed.
+        The values are frozensets: when the leader hands every member the same ones, comparing
+        costs a key lookup per host. When the maps are equal but in new objects (the next
+        rebalance decided the same placement), comparing costs every partition; the section
+        returned then holds the new objects, so only the first member of that rebalance pays
+        for it, not every member (2,019,900 partition comparisons per rebalance at 10,000
+        partitions over 100 members before this).
+        """
         if (version >= 2) != (self.standby_partitions_by_host is not None):
-            return False
-        # The section keeps its own copies of the maps, so a map changed in place is noticed;
-        # the values are frozensets, and when a leader hands every member the same ones the
-        # comparison costs a key lookup per host.
+            return None
         if self.partitions_by_host != info.partitions_by_host:
-            return False
-        return (
+            return None
+        if (
+            self.standby_partitions_by_host is not None
+            and self.standby_partitions_by_host != info.standby_partitions_by_host
+        ):
+            return None
+        if _same_values(self.partitions_by_host, info.partitions_by_host) and (
             self.standby_partitions_by_host is None
-            or self.standby_partitions_by_host == info.standby_partitions_by_host
+            or _same_values(self.standby_partitions_by_host, info.standby_partitions_by_host)
+        ):
+            return self
+        return HostSection(
+            partitions_by_host=dict(info.partitions_by_host),
+            standby_partitions_by_host=(
+                dict(info.standby_partitions_by_host) if version >= 2 else None
+            ),
+            topics=self.topics,
+            packed=self.packed,
         )
+
+
+def _same_values(kept: HostMap, given: HostMap) -> bool:
+    """Whether two equal maps hold the very same value objects (in C: no per-partition work)."""
+    return all(map(is_, kept.values(), given.values()))
 
 
 def host_section(info: AssignmentInfo, version: int) -> HostSection:

@@ -111,9 +111,11 @@ class Codec:
     def encode_assignment(self, info: AssignmentInfo, version: int | None = None) -> bytes:
         """Write ``info`` at ``version`` (default ``info.version``); see the module for drops."""
         version = self._version_to_write(version, info.version, "assignment")
-        hosts = self._hosts
-        if hosts is None or not hosts.matches(info, version):
-            hosts = self._hosts = _assignment_format.host_section(info, version)
+        kept = self._hosts
+        hosts = kept.reuse(info, version) if kept is not None else None
+        if hosts is None:
+            hosts = _assignment_format.host_section(info, version)
+        self._hosts = hosts
         return _checked_size(_assignment_format.encode(info, version, hosts), KIND_ASSIGNMENT)
 
     def decode_subscription(self, data: bytes) -> SubscriptionInfo | VersionHeader:

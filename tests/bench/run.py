@@ -1,28 +1,569 @@
-"""``make bench``: run every ``tests/bench/bench_*.py`` in turn; each prints its own figures.
+"""``make bench`` / ``make bench-quick``: one report of where the leader stands.
 
-A benchmark prints the figure it measures and, where a reference exists, the reference measured in
-the same run and the ratio. Benchmarks never decide pass or fail on timings; they exit non-zero only
-when they cannot run.
+Sections (``docs/bench/README.md`` explains how to read them):
+
+1. the peer grid: ours vs Faust's ``PartitionAssignor`` and aiokafka's sticky and round-robin,
+   each driven through aiokafka's interface (``tests/bench/drivers.py``), interleaved in one
+   worker process per side; first rebalance and the second after an instance leaves;
+2. wire bytes of the same runs: JoinGroup metadata and SyncGroup assignment, per member and per
+   group;
+3. Kafka's ``StreamsAssignmentScaleTest`` grid against Kafka's Java assignor in the harness JVM,
+   like for like (HA + threads) and with our full leader path;
+4. growth curves of our leader in partitions and in members, against the physical limit;
+5. the older benches, verbatim: protocol size vs Kafka v11, the shim's cost, task planning.
+
+Every timed figure is the median (min-max) of up to ``--runs`` warm runs (5 by default; fewer
+only when a point's budget ran out, and then ``n=`` says so), each target beside its figure with
+a verdict. Benchmarks never fail on timings: the exit status is non-zero only when the bench
+cannot run. Results go to ``bench-results/<timestamp>/report.{json,md}``; ``--publish`` also
+copies the Markdown to ``docs/bench/latest.md``.
 """
 
 from __future__ import annotations
 
-import runpy
+import argparse
+import datetime
+import functools
+import os
+import platform
+import shutil
+import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from tests.bench.framework import (  # noqa: E402
+    Budget,
+    Figure,
+    Report,
+    Section,
+    Table,
+    Target,
+    Worker,
+    WorkerFailed,
+    interleave,
+    ratio,
+)
+
+KAFKA_VERSION = "4.1.2"  # tests/conformance/pom.xml
+LIMIT_MS_PER_10K_TASKS = 3.0  # the issue's physical limit: a few ms per 10,000 tasks
+
+VS_JAVA = Target("ours / Java", must=2.0, goal=1.0)
+VS_FAUST = Target("ours / Faust", must=1.0, goal=0.1)
+VS_STICKY = Target("ours / aiokafka sticky", must=1.0)
+BIG_GROUP_MS = Target("100,000 partitions / 1,000 members, ms", must=10_000.0, goal=1_000.0)
+
+PEER_POINTS = ((1000, 10), (1000, 100), (1000, 1000), (6000, 2), (10000, 100))
+QUICK_PEER_POINTS = ((1000, 10), (1000, 100), (6000, 2))
+GROWTH_PARTITIONS = (1_000, 10_000, 100_000)
+GROWTH_MEMBERS = (10, 100, 1_000, 10_000)
+QUICK_GROWTH_PARTITIONS = (1_000, 3_000, 10_000)  # over 100 members only
+QUICK_GROWTH_MEMBERS = (10, 100, 1_000)  # over 1,000 partitions
+# Seconds per section, shared out over its points (fewer runs where a point is slow, and the
+# figure says n=): the full report fits in 30 minutes, the quick one in a few.
+# Member-side memory: every member keeps the group's decoded host maps, and the bench hosts every
+# member in one worker (about 60 bytes per member per host-map partition).
+GROWTH_MEMORY_LIMIT = 2 * 10**7
+FULL_BUDGET_S = {"peers": 900.0, "java": 330.0, "growth": 390.0}
+QUICK_BUDGET_S = {"peers": 150.0, "java": 60.0, "growth": 60.0}
 
 
-def main() -> int:
-    here = Path(__file__).resolve().parent
-    root = here.parent.parent
-    sys.path.insert(0, str(root))
-    selected = sys.argv[1:]
-    for script in sorted(here.glob("bench_*.py")):
-        if selected and not any(name in script.stem for name in selected):
+def limit_ms(tasks: int, standbys: int) -> float:
+    """The physical limit of one rebalance: a few ms per 10,000 task replicas placed."""
+    return LIMIT_MS_PER_10K_TASKS * tasks * (1 + standbys) / 10_000
+
+
+def shape_text(shape: dict[str, Any]) -> str:
+    topics = "2 copartitioned topics" if shape["topics"] == 2 else "1 topic"
+    return (
+        f"P={shape['partitions']:,} C={shape['instances']:,} T={shape['threads']} "
+        f"s={shape['standbys']} ({topics})"
+    )
+
+
+# --- the peer grid and wire bytes -------------------------------------------------------------
+
+
+def peer_configs(quick: bool) -> list[dict[str, Any]]:
+    configs = []
+    if quick:
+        for p, c in QUICK_PEER_POINTS:
+            for s in (0, 1):
+                configs.append(dict(partitions=p, instances=c, threads=1, standbys=s, topics=1))
+        configs.append(dict(partitions=1000, instances=10, threads=2, standbys=1, topics=1))
+        configs.append(dict(partitions=1000, instances=10, threads=1, standbys=1, topics=2))
+        return configs
+    for p, c in PEER_POINTS:
+        for t in (1, 2):
+            for s in (0, 1):
+                configs.append(dict(partitions=p, instances=c, threads=t, standbys=s, topics=1))
+        configs.append(dict(partitions=p, instances=c, threads=1, standbys=1, topics=2))
+    return configs
+
+
+def peer_grid(
+    report: Report, workers: dict[str, Worker], quick: bool, runs: int, budget_s: float
+) -> None:
+    """The peer grid; ``budget_s`` is the whole section's, shared out over its points."""
+    section = report.add(
+        Section(
+            "Peer grid: ours vs Faust and aiokafka, through aiokafka's interface",
+            "Leader `assign()` ms, median (min-max) of interleaved warm runs, each run a fresh "
+            "group: **first** rebalance, then the **second** after one instance (its T "
+            "consumers) leaves. Ratios are medians of paired runs. aiokafka's sticky and "
+            "round-robin have no standbys: a s=1 row compares with the s=0 run of the same "
+            "point; they run at T=1 only (for them T=2 is just a group of 2C consumers, and "
+            "sticky's cost there would take the report's time budget). `x limit` is ours over "
+            "the physical limit "
+            f"({LIMIT_MS_PER_10K_TASKS:g} ms per 10,000 task replicas). Targets: "
+            f"{VS_FAUST.text()}; {VS_STICKY.text()}.",
+        )
+    )
+    table = Table(
+        ["point", "rebalance", "ours ms", "Faust ms", "ours/Faust", "verdict", "sticky ms",
+         "ours/sticky", "verdict", "round-robin ms", "ours member ms", "Faust member ms",
+         "x limit"]
+    )
+    section.tables.append(table)
+    bytes_table = Table(
+        ["point", "rebalance", "JoinGroup B/member ours / Faust / sticky",
+         "JoinGroup B/group ours / Faust / sticky",
+         "SyncGroup B/member (max) ours / Faust / sticky",
+         "SyncGroup B/group ours / Faust / sticky"]
+    )
+    memory_table = Table(["point", "rebalance", "ours peak MiB", "Faust peak MiB"])
+    configs = peer_configs(quick)
+    budget = Budget(budget_s, len(configs))
+    aiokafka_runs: dict[tuple[Any, ...], dict[str, list[Any]]] = {}
+    for config in configs:
+        sides = ["ours", "faust"]
+        sibling = dict(config, standbys=0)
+        key = tuple(sorted(sibling.items()))
+        if config["threads"] == 1 and (config["standbys"] == 0 or sibling not in configs):
+            sides += ["sticky", "roundrobin"]
+        calls = [
+            (side, functools.partial(workers[side].call, "story", side=side, shape=config))
+            for side in sides
+        ]
+        results = interleave(calls, runs, budget.next())
+        if "sticky" in results:
+            aiokafka_runs[key] = {s: results[s] for s in ("sticky", "roundrobin")}
+        peers = aiokafka_runs.get(key, {})
+        # One traced run per side for the peak (tracing slows it 2-3x), outside the budget:
+        # only at T=1 and where one run is short.
+        one_run_s = max(
+            sum(r[rnd]["assign_ms"] for rnd in r) / 1000
+            for side in ("ours", "faust") for r in results[side][:1]
+        )
+        traced = {
+            side: workers[side].call("story", side=side, shape=config, trace=True)
+            for side in ("ours", "faust")
+            if config["threads"] == 1 and one_run_s < 5
+        }
+        for rnd in ("first", "second"):
+            def series(runs_: list[Any], what: str = "assign_ms", rnd: str = rnd) -> list[Any]:
+                return [r[rnd][what] if rnd in r else None for r in runs_]
+
+            ours = series(results["ours"])
+            faust = series(results["faust"])
+            sticky = series(peers["sticky"]) if peers else []
+            robin = series(peers["roundrobin"]) if peers else []
+            ours_fig, faust_fig = Figure.of(ours), Figure.of(faust)
+            vs_faust = ratio(ours, faust)
+            vs_sticky = ratio(ours, sticky) if sticky else None
+            sticky_fig = Figure.of(sticky) if sticky else None
+            robin_fig = Figure.of(robin) if robin else None
+            ours_member = Figure.of(series(results["ours"], "member_ms"))
+            faust_member = Figure.of(series(results["faust"], "member_ms"))
+            tasks = config["partitions"]
+            limit = limit_ms(tasks, config["standbys"])
+            cells = [
+                shape_text(config), rnd, _t(ours_fig), _t(faust_fig), _t(vs_faust),
+                VS_FAUST.verdict(vs_faust), _t(sticky_fig), _t(vs_sticky),
+                VS_STICKY.verdict(vs_sticky) if sticky else "-", _t(robin_fig),
+                _t(ours_member), _t(faust_member),
+                f"{ours_fig.median / limit:,.0f}x" if ours_fig else "-",
+            ]
+            data = {
+                "kind": "peer", "shape": config, "rebalance": rnd,
+                "ours_ms": _d(ours_fig), "faust_ms": _d(faust_fig), "sticky_ms": _d(sticky_fig),
+                "roundrobin_ms": _d(robin_fig), "ours_over_faust": _d(vs_faust),
+                "ours_over_sticky": _d(vs_sticky), "verdict_faust": VS_FAUST.verdict(vs_faust),
+                "verdict_sticky": VS_STICKY.verdict(vs_sticky) if sticky else None,
+                "ours_member_ms": _d(ours_member), "faust_member_ms": _d(faust_member),
+                "limit_ms": limit,
+            }
+            Report.row(section, table, cells, data)
+            first_run = {s: results[s][0] for s in results} | {
+                s: peers[s][0] for s in peers if s not in results
+            }
+            b = {s: r.get(rnd) for s, r in first_run.items()}
+            if all(v is not None for v in b.values()):
+                def trio(what: str, b: dict[str, Any] = b) -> str:
+                    return " / ".join(
+                        f"{b[s][what]:,}" if s in b else "-" for s in ("ours", "faust", "sticky")
+                    )
+
+                bytes_table.rows.append([
+                    shape_text(config), rnd, trio("join_bytes_max"), trio("join_bytes_group"),
+                    trio("sync_bytes_max"), trio("sync_bytes_group"),
+                ])
+                section.data.append({"kind": "bytes", "shape": config, "rebalance": rnd,
+                                     **{s: b[s] for s in b}})
+            if traced and all(rnd in t for t in traced.values()):
+                memory_table.rows.append([
+                    shape_text(config), rnd,
+                    f"{traced['ours'][rnd]['peak_mib']:.1f}",
+                    f"{traced['faust'][rnd]['peak_mib']:.1f}",
+                ])
+                section.data.append({"kind": "memory", "shape": config, "rebalance": rnd,
+                                     "ours_peak_mib": traced["ours"][rnd]["peak_mib"],
+                                     "faust_peak_mib": traced["faust"][rnd]["peak_mib"]})
+    wire = report.add(Section(
+        "Wire bytes: JoinGroup and SyncGroup, ours vs Faust vs aiokafka sticky",
+        "Bytes of the ConsumerProtocol structs aiokafka sends (user data included), from the "
+        "first run of each peer-grid point: per member (the largest) and summed over the group. "
+        "Ours vs Kafka's v11 encoding of the same content is in the protocol-size section.",
+    ))
+    wire.tables.append(bytes_table)
+    print(bytes_table.markdown(), flush=True)
+    memory = report.add(Section(
+        "Peak memory of the leader's assign() (tracemalloc)",
+        "One extra traced run per T=1 peer-grid point where a run takes under 5 s (tracing "
+        "slows it 2-3x; not timed); the growth section has ours at larger points.",
+    ))
+    memory.tables.append(memory_table)
+    print(memory_table.markdown(), flush=True)
+
+
+def _t(figure: Figure | None) -> str:
+    return figure.text() if figure is not None else "-"
+
+
+def _d(figure: Figure | None) -> dict[str, Any] | None:
+    return figure.data() if figure is not None else None
+
+
+# --- Kafka's scale grid against Java ------------------------------------------------------------
+
+
+def java_grid(report: Report, worker: Worker, quick: bool, runs: int, budget_s: float) -> None:
+    """Kafka's scale grid; ``budget_s`` is the whole section's (the JVM warm-up outside it)."""
+    from tests.bench.bench_assignor_scale import GRID
+
+    points = [g for g in GRID if not (quick and g[1] * g[2] * g[3] > 20_000)]
+    budget = Budget(budget_s, len(points))
+    section = report.add(Section(
+        "Kafka's StreamsAssignmentScaleTest grid: ours vs Kafka's Java assignor",
+        "Rounds: **first** (from nothing), **second** (the same clients reporting what the "
+        "first decided). Java: `HighAvailabilityTaskAssignor.assign` + `assignTasksToThreads` "
+        f"(kafka-streams {KAFKA_VERSION}) in one long-lived JVM, JIT warmed up, one run per call, "
+        "interleaved with ours. *Like for like*: our HA assignment + tasks to threads on "
+        "pre-built client states (the figures `bench_assignor_scale` always printed). *Full "
+        "leader*: our whole `assign()` through aiokafka's interface (decode, pipeline, "
+        f"encode), the figure the target applies to: {VS_JAVA.text()}.",
+    ))
+    table = Table(
+        ["point", "round", "ours HA ms", "Java HA ms", "HA ratio", "ours threads ms",
+         "Java threads ms", "like-for-like ratio", "ours full leader ms", "full leader / Java",
+         "verdict"]
+    )
+    section.tables.append(table)
+    try:
+        from tests.support.jvm import JavaHarness, build_harness
+
+        harness = JavaHarness(build_harness())
+    except Exception as error:  # no JVM or Maven: say so, run ours alone
+        section.notes.append(f"Java reference unavailable: {error}")
+        print(section.notes[-1], flush=True)
+        harness = None
+    try:
+        for name, partitions, n_clients, threads, standbys in points:
+            requests = {r: worker.call("scale_java_request", name=name, round_no=r) for r in (1, 2)}
+            if harness is not None:
+                for r in (1, 2):
+                    harness.call("ha", dict(requests[r], bench={"warmup": 3, "runs": 0}),
+                                 timeout=1800)
+
+            def java(
+                r: int, requests: dict[int, Any] = requests
+            ) -> dict[str, float] | None:
+                if harness is None:
+                    return None
+                answer = harness.call("ha", dict(requests[r], bench={"warmup": 0, "runs": 1}),
+                                      timeout=1800)
+                return {"ha_ms": answer["millis"][0], "threads_ms": answer["threads_millis"][0]}
+
+            calls: list[tuple[str, Callable[[], Any]]] = []
+            for r in (1, 2):
+                calls.append((f"ours{r}", functools.partial(
+                    worker.call, "scale_like_for_like", name=name, round_no=r)))
+                calls.append((f"java{r}", functools.partial(java, r)))
+            calls.append(("leader", functools.partial(worker.call, "scale_leader", name=name)))
+            results = interleave(calls, runs, budget.next())
+            for r, rnd in ((1, "first"), (2, "second")):
+                ours_ha = [x["ha_ms"] for x in results[f"ours{r}"]]
+                ours_thr = [x["threads_ms"] for x in results[f"ours{r}"]]
+                java_runs = results[f"java{r}"]
+                java_ha = [x["ha_ms"] if x else None for x in java_runs]
+                java_thr = [x["threads_ms"] if x else None for x in java_runs]
+                ours_total = [a + b for a, b in zip(ours_ha, ours_thr, strict=True)]
+                java_total = [a + b if a is not None and b is not None else None
+                              for a, b in zip(java_ha, java_thr, strict=True)]
+                leader = [x[rnd]["assign_ms"] for x in results["leader"]]
+                full = ratio(leader, java_total)
+                point = (f"{name}: P={partitions:,} C={n_clients:,} T={threads:,} "
+                         f"s={standbys}")
+                cells = [
+                    point, rnd, _t(Figure.of(ours_ha)), _t(Figure.of(java_ha)),
+                    _t(ratio(ours_ha, java_ha)), _t(Figure.of(ours_thr)),
+                    _t(Figure.of(java_thr)), _t(ratio(ours_total, java_total)),
+                    _t(Figure.of(leader)), _t(full), VS_JAVA.verdict(full),
+                ]
+                Report.row(section, table, cells, {
+                    "kind": "java", "point": name, "rebalance": rnd,
+                    "ours_ha_ms": _d(Figure.of(ours_ha)), "java_ha_ms": _d(Figure.of(java_ha)),
+                    "ours_threads_ms": _d(Figure.of(ours_thr)),
+                    "java_threads_ms": _d(Figure.of(java_thr)),
+                    "like_for_like_ratio": _d(ratio(ours_total, java_total)),
+                    "ours_leader_ms": _d(Figure.of(leader)), "leader_over_java": _d(full),
+                    "verdict": VS_JAVA.verdict(full),
+                })
+    finally:
+        if harness is not None:
+            harness.close()
+
+
+# --- growth --------------------------------------------------------------------------------------
+
+
+def growth(report: Report, worker: Worker, quick: bool, runs: int, budget_s: float) -> None:
+    section = report.add(Section(
+        "Growth of our leader's assign(): partitions and members",
+        "One topic, standbys 1, T=1: the first rebalance, the second after an instance leaves, "
+        "and a **stable** third with the same members (a probing rebalance that moves nothing: "
+        "the host maps come out equal to the last ones, in new objects, which is where a "
+        "leader-side cache that compares them per member shows); "
+        "median (min-max) ms of warm runs, `n=` when the point's budget allowed fewer than the "
+        "asked runs. `x limit` is the distance from the physical limit "
+        f"({LIMIT_MS_PER_10K_TASKS:g} ms per 10,000 task replicas); `ms per 10k replicas` "
+        f"shows the growth rate. Target at 100,000 partitions over 1,000 members: "
+        f"{BIG_GROUP_MS.text()} (in ms, both rebalances).",
+    ))
+    table = Table(["curve", "P", "C", "rebalance", "ours ms", "ms per 10k replicas", "x limit",
+                   "peak MiB", "verdict"])
+    section.tables.append(table)
+    points: list[tuple[str, int, int]] = []
+    if quick:
+        points += [("partitions over 100 members", p, 100) for p in QUICK_GROWTH_PARTITIONS]
+        points += [("members over 1,000 partitions", 1_000, c) for c in QUICK_GROWTH_MEMBERS]
+    else:
+        for c in (100, 1000):
+            points += [(f"partitions over {c:,} members", p, c) for p in GROWTH_PARTITIONS]
+        points += [("members over 10,000 partitions", 10_000, c) for c in GROWTH_MEMBERS]
+    # Cheap points first: the last, slowest ones get what is left (at least one run each);
+    # a point on both curves is measured once.
+    unique = sorted({(p, c) for _, p, c in points}, key=lambda pc: pc[0] * pc[1])
+    budget = Budget(budget_s, len(unique))
+    measured: dict[tuple[int, int], tuple[list[Any], Any]] = {}
+    for p, c in unique:
+        if c * p * 2 > GROWTH_MEMORY_LIMIT:
+            section.notes.append(
+                f"P={p:,} C={c:,} not measured: the bench hosts all {c:,} members in one "
+                f"process and each keeps its decoded host maps ({p * 2:,} partitions), about "
+                f"{c * p * 2 * 60 / 2**30:.0f} GiB; a full run reached 20 GB at P=100,000 "
+                "C=1,000 on this 24 GB machine."
+            )
+            print(section.notes[-1], flush=True)
             continue
-        print(f"\n=== {script.stem} ===", flush=True)
-        runpy.run_path(str(script), run_name="__main__")
-    return 0
+        shape = dict(partitions=p, instances=c, threads=1, standbys=1, topics=1)
+        measured[(p, c)] = _growth_point(worker, shape, runs, budget.next())
+        for curve, p2, c2 in points:  # print as measured: a failure later keeps these
+            if (p2, c2) == (p, c):
+                _growth_rows(section, table, curve, p, c, *measured[(p, c)])
+
+
+def _growth_point(
+    worker: Worker, shape: dict[str, Any], runs: int, budget_s: float
+) -> tuple[list[Any], Any]:
+    story = functools.partial(worker.call, "story", side="ours", shape=shape, stable=True)
+    results = interleave([("ours", story)], runs, budget_s)["ours"]
+    # One traced run for the peak (tracing slows it 2-3x), unless a run already takes long.
+    one_run_s = sum(results[0][r]["assign_ms"] for r in ("first", "second")) / 1000
+    traced = (
+        worker.call("story", side="ours", shape=shape, trace=True) if one_run_s < 10 else None
+    )
+    return results, traced
+
+
+def _growth_rows(
+    section: Section, table: Table, curve: str, p: int, c: int, results: list[Any], traced: Any
+) -> None:
+    for rnd in ("first", "second", "stable"):
+        fig = Figure.of([r[rnd]["assign_ms"] for r in results])
+        assert fig is not None
+        limit = limit_ms(p, 1)
+        big = p == 100_000 and c == 1000 and rnd != "stable"
+        peak = traced[rnd]["peak_mib"] if traced and rnd in traced else None
+        Report.row(section, table, [
+            curve, f"{p:,}", f"{c:,}", rnd, fig.text(),
+            f"{fig.median / (p * 2 / 10_000):.1f}", f"{fig.median / limit:,.0f}x",
+            f"{peak:.1f}" if peak is not None else "-",
+            BIG_GROUP_MS.verdict(fig) if big else "-",
+        ], {"kind": "growth", "curve": curve, "partitions": p, "members": c,
+            "rebalance": rnd, "ours_ms": fig.data(), "limit_ms": limit, "peak_mib": peak})
+
+
+# --- the older benches -----------------------------------------------------------------------
+
+
+def older_benches(report: Report, quick: bool) -> None:
+    for script, title in (
+        ("bench_protocol_size.py", "Protocol size: ours vs Kafka v11 (bench_protocol_size)"),
+        ("bench_shim.py", "The shim's own cost per member per rebalance (bench_shim)"),
+        ("bench_tasks.py", "Steps 2-3: task planning at 6,000 partitions (bench_tasks)"),
+    ):
+        section = report.add(Section(title))
+        env = dict(os.environ, PYTHONPATH=str(ROOT), BENCH_QUICK="1" if quick else "0")
+        started = time.perf_counter()
+        done = subprocess.run(
+            [sys.executable, str(ROOT / "tests" / "bench" / script)], cwd=ROOT, env=env,
+            capture_output=True, text=True, timeout=1800, check=False,
+        )
+        text = done.stdout.strip() or done.stderr.strip()[-2000:]
+        section.notes.append(f"```\n{text}\n```\n({time.perf_counter() - started:.0f} s, exit "
+                             f"{done.returncode})")
+        section.data.append({"kind": "verbatim", "script": script, "stdout": done.stdout,
+                             "exit": done.returncode})
+        print(section.notes[-1], flush=True)
+
+
+# --- summary ---------------------------------------------------------------------------------
+
+
+def summary(report: Report) -> None:
+    section = Section("Summary: targets and verdicts")
+    table = Table(["target", "points", "meets", "misses goal", "misses must", "worst"])
+    section.tables.append(table)
+    rows: dict[str, list[tuple[str, float, str]]] = {}
+    for s in report.sections:
+        for d in s.data:
+            point = shape_text(d["shape"]) if "shape" in d else d.get("point", "")
+            where = f"{point} {d.get('rebalance', '')}"
+            if d.get("kind") == "peer":
+                if d["ours_over_faust"]:
+                    rows.setdefault(VS_FAUST.name, []).append(
+                        (where, d["ours_over_faust"]["median"], d["verdict_faust"]))
+                if d["ours_over_sticky"]:
+                    rows.setdefault(VS_STICKY.name, []).append(
+                        (where, d["ours_over_sticky"]["median"], d["verdict_sticky"]))
+            if d.get("kind") == "java" and d["leader_over_java"]:
+                rows.setdefault(VS_JAVA.name, []).append(
+                    (where, d["leader_over_java"]["median"], d["verdict"]))
+            if (d.get("kind") == "growth" and d["partitions"] == 100_000
+                    and d["members"] == 1000 and d["rebalance"] != "stable"
+                    and d["curve"].startswith("partitions")):
+                ms = d["ours_ms"]["median"]
+                rows.setdefault(BIG_GROUP_MS.name, []).append(
+                    (where, ms, BIG_GROUP_MS.verdict(Figure((ms,)))))
+    for name, found in rows.items():
+        worst = max(found, key=lambda f: f[1])
+        count = {v: sum(1 for f in found if f[2].startswith(v)) for v in
+                 ("meets", "misses goal", "misses must")}
+        table.rows.append([name, str(len(found)), str(count["meets"]), str(count["misses goal"]),
+                           str(count["misses must"]), f"{worst[1]:,.2f} at {worst[0]}"])
+    report.sections.insert(0, section)
+    print("\n## " + section.title + "\n\n" + table.markdown(), flush=True)
+
+
+# --- main --------------------------------------------------------------------------------------
+
+
+def header(quick: bool, versions: dict[str, str]) -> dict[str, Any]:
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                            capture_output=True, text=True, check=False).stdout.strip()
+    java = "not found"
+    if shutil.which("java"):
+        java = subprocess.run(["java", "-version"], capture_output=True, text=True,
+                              check=False).stderr.splitlines()[0]
+    return {
+        "started": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "mode": "quick" if quick else "full",
+        "commit": commit,
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, load average "
+                   f"{', '.join(f'{x:.1f}' for x in os.getloadavg())} at start",
+        "versions": versions,
+        "java": f"kafka-streams {KAFKA_VERSION}, {java}",
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="the reduced grid (a few minutes)")
+    parser.add_argument("--runs", type=int, default=5, help="warm runs per figure (default 5)")
+    parser.add_argument("--budget", type=float, default=1.0,
+                        help="scale every section's time budget (default 1.0)")
+    parser.add_argument("--sections", default="peers,java,growth,older",
+                        help="comma-separated: peers, java, growth, older")
+    parser.add_argument("--out", type=Path, default=None, help="results folder")
+    parser.add_argument("--publish", action="store_true", help="copy to docs/bench/latest.md")
+    args = parser.parse_args(argv)
+    quick = args.quick or os.environ.get("BENCH_QUICK", "") not in ("", "0")
+    budgets = {key: value * args.budget for key, value in (QUICK_BUDGET_S if quick
+                                                             else FULL_BUDGET_S).items()}
+    wanted = set(args.sections.split(","))
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
+    out = args.out or ROOT / "bench-results" / stamp
+    workers = {side: Worker(side) for side in ("ours", "faust", "sticky", "roundrobin")}
+    began = time.perf_counter()
+    report: Report | None = None
+    failure = ""
+    try:
+        versions = workers["faust"].call("versions")
+        if versions.get("faust-streaming") == "not installed":
+            print("faust-streaming is not installed: run `make bench` (it installs the bench "
+                  "extra)", file=sys.stderr)
+            return 2
+        report = Report("streams-assignor benchmark report", header(quick, versions))
+        for key, value in report.header.items():
+            print(f"{key}: {value}", flush=True)
+        warm = dict(partitions=1000, instances=10, threads=1, standbys=1, topics=1)
+        for side, worker in workers.items():  # imports and caches warm before anything counts
+            worker.call("story", side=side, shape=warm)
+        if "peers" in wanted:
+            peer_grid(report, workers, quick, args.runs, budgets["peers"])
+        if "java" in wanted:
+            java_grid(report, workers["ours"], quick, args.runs, budgets["java"])
+        if "growth" in wanted:
+            growth(report, workers["ours"], quick, args.runs, budgets["growth"])
+        if "older" in wanted:
+            older_benches(report, quick)
+    except WorkerFailed as error:  # keep what was measured; say where it stopped
+        failure = str(error)
+        print(f"the bench could not run to the end: {failure}", file=sys.stderr)
+    finally:
+        for worker in workers.values():
+            worker.close()
+    if report is None:
+        return 2
+    if failure:
+        report.sections.append(Section("The bench stopped here", f"```\n{failure[-3000:]}\n```"))
+    summary(report)
+    report.header["took"] = f"{time.perf_counter() - began:.0f} s"
+    report.write(out)
+    print(f"\nreport written to {out}/report.md and report.json", flush=True)
+    if args.publish:
+        latest = ROOT / "docs" / "bench" / "latest.md"
+        latest.parent.mkdir(parents=True, exist_ok=True)
+        latest.write_text(report.markdown())
+        print(f"published to {latest}", flush=True)
+    return 2 if failure else 0
 
 
 if __name__ == "__main__":

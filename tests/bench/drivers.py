@@ -1,0 +1,327 @@
+"""Each assignor driven through aiokafka's interface, the way aiokafka drives it.
+
+One rebalance, as ``aiokafka.consumer.group_coordinator`` performs it:
+
+1. every member calls ``assignor.metadata(topics)`` and encodes the struct (JoinGroup);
+2. the leader decodes every member's bytes with ``ConsumerProtocol.METADATA.decode`` and calls
+   ``assignor.assign(cluster, members)`` synchronously (this is the figure that blocks the
+   leader's event loop; everything else runs on each member's own process);
+3. each answer is encoded (SyncGroup), decoded by its member and handed to
+   ``assignor.on_assignment(assignment)``.
+
+The assignor objects live as long as a real member's: the same objects across the rebalances
+of one run, so the previous assignment travels back through each member's own
+``on_assignment()`` / ``metadata()``, and our leader keeps its ``StreamsProcess`` and its codec.
+Every run starts a fresh group (new members), so the first rebalance starts from nothing.
+
+A *shape* is one topic ``events`` or two copartitioned topics ``events`` + ``clicks`` of P
+partitions, read by one stateful subtopology whose store ``counts`` has a changelog of P
+partitions. Ours: C processes (``StreamsProcess``), T consumers each, ``num.standby.replicas`` =
+standbys, endpoints ``host-c:8080``, local state that is caught up with the changelog (a standby
+reports the end offset). Faust: C x T workers (Faust has one consumer per worker), each a real
+``faust.App`` with the table ``counts`` and ``table_standby_replicas`` = standbys, subscribed to
+the source topics and the changelog as a Faust worker is. aiokafka's round-robin and sticky: C x T
+plain consumers of the source topics (they have no standbys, no tasks). "A member leaves" means
+one application instance leaves: its T consumers.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+import tracemalloc
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+from aiokafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
+from aiokafka.coordinator.protocol import ConsumerProtocol
+
+from assignor import AssignorConfig, StreamsProcess, Topology, TopologyBuilder
+from protocol import HostInfo, ProcessId, TaskId, TopicPartition
+from simulator.shim import make_cluster
+
+APP = "bench"
+STORE = "counts"
+CHANGELOG = f"{APP}-{STORE}-changelog"
+END_OFFSET = 100_000
+SIDES = ("ours", "faust", "roundrobin", "sticky")
+
+
+@dataclass(frozen=True)
+class Shape:
+    """One grid point: P partitions per topic, C instances of T consumers, standby replicas."""
+
+    partitions: int
+    instances: int
+    threads: int = 1
+    standbys: int = 0
+    topics: int = 1  # 1: events; 2: events + clicks, copartitioned
+
+    @property
+    def source_topics(self) -> list[str]:
+        return ["events", "clicks"][: self.topics]
+
+    @property
+    def members(self) -> int:
+        return self.instances * self.threads
+
+    @property
+    def tasks(self) -> int:
+        return self.partitions
+
+    @staticmethod
+    def of(data: dict[str, Any]) -> Shape:
+        return Shape(**data)
+
+
+def member_id(index: int) -> str:
+    """aiokafka-like member ids whose order follows the index (round-robin sorts them)."""
+    return f"consumer-{index:06d}-0000"
+
+
+def cluster_for(shape: Shape) -> Any:
+    """aiokafka's own ``ClusterMetadata`` with the source topics and the changelog."""
+    topics = dict.fromkeys(shape.source_topics, shape.partitions)
+    topics[CHANGELOG] = shape.partitions
+    return make_cluster(topics)
+
+
+# --- one rebalance through aiokafka's interface ----------------------------------------------
+
+
+@dataclass
+class Round:
+    """What one rebalance cost: the leader's ``assign()`` and each member's own work."""
+
+    assign_ms: float
+    member_ms: float  # mean per member: metadata() + on_assignment(), bytes included
+    join_bytes: list[int]  # JoinGroup metadata bytes per member
+    sync_bytes: list[int]  # SyncGroup assignment bytes per member
+    peak_mib: float | None = None
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "assign_ms": self.assign_ms,
+            "member_ms": self.member_ms,
+            "join_bytes_max": max(self.join_bytes),
+            "join_bytes_group": sum(self.join_bytes),
+            "sync_bytes_max": max(self.sync_bytes),
+            "sync_bytes_group": sum(self.sync_bytes),
+            "peak_mib": self.peak_mib,
+        }
+
+
+def rebalance(
+    members: Sequence[tuple[str, Any, list[str]]], cluster: Any, *, trace: bool = False
+) -> Round:
+    """One rebalance of ``members`` (id, assignor, topics); the first member leads."""
+    clock = time.perf_counter
+    began = clock()
+    joined: dict[str, bytes] = {}
+    for mid, assignor, topics in members:
+        metadata = assignor.metadata(topics)
+        joined[mid] = metadata if isinstance(metadata, bytes) else metadata.encode()
+    member_s = clock() - began
+    decoded = {mid: ConsumerProtocol.METADATA.decode(data) for mid, data in joined.items()}
+    leader = members[0][1]
+    gc.collect()
+    if trace:
+        tracemalloc.start()
+    started = clock()
+    answers = leader.assign(cluster, decoded)
+    assign_s = clock() - started
+    peak = None
+    if trace:
+        peak = tracemalloc.get_traced_memory()[1] / 2**20
+        tracemalloc.stop()
+    synced = {
+        mid: answer if isinstance(answer, bytes) else answer.encode()
+        for mid, answer in answers.items()
+    }
+    began = clock()
+    for mid, assignor, _ in members:
+        assignor.on_assignment(ConsumerProtocol.ASSIGNMENT.decode(synced[mid]))
+    member_s += clock() - began
+    return Round(
+        assign_ms=assign_s * 1000,
+        member_ms=member_s * 1000 / len(members),
+        join_bytes=[len(joined[mid]) for mid, _, _ in members],
+        sync_bytes=[len(synced[mid]) for mid, _, _ in members],
+        peak_mib=peak,
+    )
+
+
+# --- the sides ---------------------------------------------------------------------------------
+
+Member = tuple[str, Any, list[str]]
+
+
+def topology_for(shape: Shape) -> Topology:
+    """One stateful subtopology reading the source topics (copartitioned when two)."""
+    builder = TopologyBuilder(APP)
+    builder.add_source("source", *shape.source_topics)
+    builder.add_processor("count", "source").add_state_store(STORE, "count")
+    if shape.topics > 1:
+        builder.copartition(*shape.source_topics)
+    return builder.build()
+
+
+def ours(shape: Shape, topology: Topology, standby_offset: int = END_OFFSET) -> list[list[Member]]:
+    """A fresh group of ours: per instance, its T members (one ``StreamsProcess`` each)."""
+    config = AssignorConfig.model_validate({"num.standby.replicas": shape.standbys})
+    ends = {TopicPartition(CHANGELOG, p): END_OFFSET for p in range(shape.partitions)}
+    topics = sorted(topology.source_topics)
+    instances: list[list[Member]] = []
+    for c in range(shape.instances):
+        holder: list[StreamsProcess] = []
+
+        def local_state(holder: list[StreamsProcess] = holder) -> dict[TaskId, int]:
+            # Caught-up local state for every task this instance holds (actives report -2).
+            process = holder[0]
+            held: set[TaskId] = set()
+            for tasks in process.standby_tasks().values():
+                held.update(tasks)
+            return dict.fromkeys(held, standby_offset)
+
+        process = StreamsProcess(
+            topology,
+            config,
+            process_id=ProcessId.for_int(c + 1),
+            endpoint=HostInfo(f"host-{c}", 8080),
+            state=local_state,
+        )
+        holder.append(process)
+        process.set_changelog_end_offsets(ends)
+        instances.append(
+            [
+                (member_id(c * shape.threads + t), process.new_assignor(), topics)
+                for t in range(shape.threads)
+            ]
+        )
+    return instances
+
+
+_FAUST_APPS: dict[int, Any] = {}
+
+
+def _faust_app(index: int) -> Any:
+    """Worker ``index``'s real ``faust.App`` with the table ``counts`` (kept: apps are costly)."""
+    app = _FAUST_APPS.get(index)
+    if app is None:
+        import faust
+
+        app = faust.App(
+            APP, broker="kafka://127.0.0.1:9", web_host=f"worker-{index}", web_port=6066
+        )
+        app.Table(STORE, default=int)
+        _FAUST_APPS[index] = app
+    return app
+
+
+def faust(shape: Shape) -> list[list[Member]]:
+    """A fresh Faust group: a new ``PartitionAssignor`` per worker, as a starting worker has."""
+    from faust.assignor.partition_assignor import PartitionAssignor
+
+    topics = [*shape.source_topics, CHANGELOG]
+    instances: list[list[Member]] = []
+    for c in range(shape.instances):
+        group = []
+        for t in range(shape.threads):
+            index = c * shape.threads + t
+            app = _faust_app(index)
+            assert CHANGELOG in app.tables.changelog_topics
+            assignor = PartitionAssignor(app, replicas=shape.standbys)
+            group.append((member_id(index), assignor, topics))
+        instances.append(group)
+    return instances
+
+
+def roundrobin(shape: Shape) -> list[list[Member]]:
+    topics = list(shape.source_topics)
+    return [
+        [(member_id(c * shape.threads + t), RoundRobinPartitionAssignor, topics)
+         for t in range(shape.threads)]
+        for c in range(shape.instances)
+    ]
+
+
+def sticky(shape: Shape) -> list[list[Member]]:
+    """aiokafka's sticky keeps its state on the class (aiokafka #1175), so each member gets its
+    own subclass, as each would in its own process; its result depends on PYTHONHASHSEED."""
+    topics = list(shape.source_topics)
+    instances = []
+    for c in range(shape.instances):
+        group = []
+        for t in range(shape.threads):
+            index = c * shape.threads + t
+            own = type(
+                f"Sticky{index}",
+                (StickyPartitionAssignor,),
+                {"member_assignment": None, "generation": StickyPartitionAssignor.generation},
+            )
+            group.append((member_id(index), own, topics))
+        instances.append(group)
+    return instances
+
+
+def new_group(side: str, shape: Shape, **options: Any) -> list[list[Member]]:
+    if side == "ours":
+        return ours(shape, topology_for(shape), **options)
+    if side == "faust":
+        return faust(shape)
+    if side == "roundrobin":
+        return roundrobin(shape)
+    if side == "sticky":
+        return sticky(shape)
+    raise ValueError(f"unknown side {side!r}")
+
+
+def run_story(
+    side: str, shape: Shape, *, trace: bool = False, stable: bool = False
+) -> dict[str, Any]:
+    """One warm run: a fresh group's first rebalance, then the second after the last instance
+    leaves (and, with ``stable``, a third in which nothing changes: a probing rebalance)."""
+    cluster = cluster_for(shape)
+    instances = new_group(side, shape)
+    everyone = [m for group in instances for m in group]
+    rounds = {"first": rebalance(everyone, cluster, trace=trace)}
+    remaining = [m for group in instances[:-1] for m in group]
+    if remaining:
+        rounds["second"] = rebalance(remaining, cluster, trace=trace)
+        if stable:
+            rounds["stable"] = rebalance(remaining, cluster, trace=trace)
+    return {name: r.summary() for name, r in rounds.items()}
+
+
+OPS: dict[str, Callable[..., Any]] = {}
+
+
+def op(fn: Callable[..., Any]) -> Callable[..., Any]:
+    OPS[fn.__name__] = fn
+    return fn
+
+
+@op
+def story(side: str, shape: dict[str, Any], trace: bool = False, stable: bool = False) -> Any:
+    return run_story(side, Shape.of(shape), trace=trace, stable=stable)
+
+
+@op
+def versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = {}
+    for name in ("streams-assignor", "aiokafka", "faust-streaming", "mode-streaming", "msgpack",
+                 "pydantic"):
+        try:
+            found[name] = version(name)
+        except PackageNotFoundError:
+            found[name] = "not installed"
+    import os
+    import sys
+
+    found["python"] = sys.version.split()[0]
+    found["PYTHONHASHSEED"] = os.environ.get("PYTHONHASHSEED", "random")
+    return found
