@@ -46,7 +46,7 @@ from protocol._read import (
     task_id,
     topic_partition,
 )
-from protocol.ids import INT32_MAX, INT64_MAX, HostInfo, TaskId, TopicPartition
+from protocol.ids import INT32_MAX, INT64_MAX, HostInfo, TaskId, TopicPartition, task_order
 from protocol.messages import NAMED_TOPOLOGY_VERSION, NO_FOLLOWUP_REBALANCE, AssignmentInfo
 
 #: Number of top-level fields per version.
@@ -184,7 +184,7 @@ def encode(info: AssignmentInfo, version: int, hosts: HostSection) -> bytes:
     for task in info.active_tasks:
         active += task_ints(task)
     standby: list[list[object]] = []
-    for task, partitions in sorted(info.standby_tasks.items(), key=lambda kv: _task_order(kv[0])):
+    for task, partitions in sorted(info.standby_tasks.items(), key=lambda kv: task_order(kv[0])):
         entry: list[object] = list(task_ints(task))
         for tp in partitions:
             entry += [topic_index[tp.topic], tp.partition]
@@ -214,10 +214,6 @@ def _topic_dictionary(host_maps: Iterable[HostMap]) -> list[str]:
         for host_partitions in host_map.values():
             names.update(map(_TOPIC, host_partitions))
     return sorted(names)
-
-
-def _task_order(task: TaskId) -> tuple[bool, str, int, int]:
-    return (task.topology is not None, task.topology or "", task.subtopology, task.partition)
 
 
 def _encode_hosts(host_map: HostMap, topic_index: Mapping[str, int]) -> list[list[object]]:

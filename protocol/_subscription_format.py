@@ -36,7 +36,7 @@ from protocol._read import (
     task_id,
 )
 from protocol.errors import AssignorError
-from protocol.ids import INT32_MAX, INT64_MAX, HostInfo, TaskId
+from protocol.ids import INT32_MAX, INT64_MAX, HostInfo, TaskId, java_string_key
 from protocol.messages import NAMED_TOPOLOGY_VERSION, SubscriptionInfo
 
 #: Number of top-level fields per version.
@@ -105,9 +105,9 @@ def _encode_offset_sums(sums: Mapping[TaskId, int], *, named: bool) -> list[list
     return encoded
 
 
-def _group_order(item: tuple[tuple[str | None, int], object]) -> tuple[bool, str, int]:
+def _group_order(item: tuple[tuple[str | None, int], object]) -> tuple[bool, bytes, int]:
     (topology, subtopology), _ = item
-    return (topology is not None, topology or "", subtopology)
+    return (topology is not None, java_string_key(topology or ""), subtopology)
 
 
 def decode(reader: Reader, fields: int, version: int, latest: int) -> SubscriptionInfo:

@@ -172,6 +172,14 @@ class TaskId(BaseModel):
         return self._compare(other) >= 0
 
 
+def task_order(task: TaskId) -> tuple[bool, bytes, int, int]:
+    """One total order over tasks of named and unnamed topologies: unnamed first, then each kind
+    in Kafka's ``TaskId`` order. Kafka never compares the two kinds, but payloads and printouts
+    still need one deterministic order for a collection that mixes them."""
+    name, subtopology, partition = task.sort_key
+    return (task.topology is not None, name, subtopology, partition)
+
+
 class ProcessId(BaseModel):
     """One application instance (one ``KafkaStreams`` process), however many threads it runs.
 

@@ -10,14 +10,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from protocol.errors import AssignorError
-from protocol.ids import HostInfo, TaskId, TopicPartition
+from protocol.ids import HostInfo, TopicPartition, task_order
 from protocol.messages import NO_FOLLOWUP_REBALANCE, AssignmentInfo, SubscriptionInfo, VersionHeader
 
 JsonDict = dict[str, Any]
-
-
-def _task_key(task: TaskId) -> tuple[bool, str, int, int]:
-    return (task.topology is not None, task.topology or "", task.subtopology, task.partition)
 
 
 def _partitions(partitions: Iterable[TopicPartition]) -> list[str]:
@@ -40,7 +36,7 @@ def subscription_json(info: SubscriptionInfo) -> JsonDict:
         "user_endpoint": None if info.user_endpoint is None else str(info.user_endpoint),
         "task_offset_sums": {
             str(task): info.task_offset_sums[task]
-            for task in sorted(info.task_offset_sums, key=_task_key)
+            for task in sorted(info.task_offset_sums, key=task_order)
         },
         "unique_field": info.unique_field,
         "error_code": int(info.error_code),
@@ -65,7 +61,7 @@ def assignment_json(info: AssignmentInfo) -> JsonDict:
         "active_tasks": [str(task) for task in info.active_tasks],
         "standby_tasks": {
             str(task): _partitions(info.standby_tasks[task])
-            for task in sorted(info.standby_tasks, key=_task_key)
+            for task in sorted(info.standby_tasks, key=task_order)
         },
         "partitions_by_host": _host_map(info.partitions_by_host),
         "standby_partitions_by_host": _host_map(info.standby_partitions_by_host),

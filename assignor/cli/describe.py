@@ -31,7 +31,7 @@ from assignor.leader.pipeline import assign_group
 from assignor.member import align_active_tasks
 from protocol.codec import Codec
 from protocol.errors import ProtocolError
-from protocol.ids import TaskId, TopicPartition
+from protocol.ids import TaskId, TopicPartition, task_order
 from protocol.messages import AssignmentInfo, SubscriptionInfo
 
 _APP_KEYS = frozenset({"topology", "config", "leader_version"})
@@ -230,9 +230,8 @@ def _processes(group: LiveGroup, decoded: Mapping[str, _Decoded]) -> dict[str, d
     return processes
 
 
-def _task_order(text: str) -> tuple[int, int]:
-    task = TaskId.parse(text)
-    return (task.subtopology, task.partition)
+def _task_order(text: str) -> tuple[bool, bytes, int, int]:
+    return task_order(TaskId.parse(text))
 
 
 def _add_lags(processes: dict[str, dict[str, Any]], result: LeaderResult) -> None:
