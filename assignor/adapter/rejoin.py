@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 
 log = logging.getLogger(__name__)
 
@@ -51,10 +52,17 @@ def request_rejoin(consumer: object) -> None:
 
 
 class FollowupScheduler:
-    """One pending follow-up rebalance per consumer; a newer schedule replaces the older one."""
+    """One pending follow-up rebalance per consumer; a newer schedule replaces the older one.
 
-    def __init__(self, consumer: object | None = None) -> None:
+    ``now_ms`` is the clock the deadline was computed on (the process's ``clock_ms``): a delay
+    computed against another clock fires at once or never.
+    """
+
+    def __init__(
+        self, consumer: object | None = None, *, now_ms: Callable[[], int] | None = None
+    ) -> None:
         self._consumer = consumer
+        self._now_ms = now_ms or (lambda: int(time.time() * 1000))
         self._handle: asyncio.TimerHandle | None = None
         self.scheduled_at_ms: int | None = None
 
@@ -62,12 +70,12 @@ class FollowupScheduler:
         self._consumer = consumer
 
     def schedule(self, at_ms: int, reason: str) -> None:
-        """Rejoin at wall-clock ``at_ms`` (0 or past: as soon as the loop turns)."""
+        """Rejoin at ``at_ms`` on this scheduler's clock (0 or past: as soon as the loop turns)."""
         self.cancel()
         if self._consumer is None:
             log.warning("follow-up rebalance wanted (%s) but no consumer is bound", reason)
             return
-        delay = max(0.0, (at_ms - time.time() * 1000) / 1000)
+        delay = max(0.0, (at_ms - self._now_ms()) / 1000)
         loop = asyncio.get_running_loop()
         self.scheduled_at_ms = at_ms
         self._handle = loop.call_later(delay, self._fire, reason)

@@ -72,7 +72,7 @@ class StreamsPartitionAssignor:
             f"{process.group_instance_id}-{index}" if process.group_instance_id else None
         )
         self.used_version = process.codec.latest_supported
-        self.followups = FollowupScheduler()
+        self.followups = FollowupScheduler(now_ms=process._now_ms)
         self._consumer: object | None = None
         self._unique_field = 0
         self.last_subscription: SubscriptionInfo | None = None

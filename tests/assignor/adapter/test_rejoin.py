@@ -58,3 +58,19 @@ async def test_scheduler_fires_once_and_newer_schedule_replaces_older() -> None:
             break
     assert coordinator.rejoins == 1
     assert scheduler.scheduled_at_ms is None
+
+
+async def test_a_follow_up_is_timed_on_the_process_clock_not_the_wall_clock() -> None:
+    """A process on another clock (a simulation's virtual one) computes its deadlines on it; the
+    scheduler must measure the delay on the same clock, or the follow-up fires at once."""
+    virtual_now = 5_000  # far behind the wall clock's epoch milliseconds
+    scheduler = FollowupScheduler(object(), now_ms=lambda: virtual_now)
+    scheduler.schedule(virtual_now + 60_000, "probing rebalance")
+    try:
+        handle = scheduler._handle
+        assert handle is not None
+        delay = handle.when() - asyncio.get_running_loop().time()
+        assert 59.0 < delay <= 60.0
+        assert scheduler.scheduled_at_ms == virtual_now + 60_000
+    finally:
+        scheduler.cancel()
