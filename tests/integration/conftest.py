@@ -16,11 +16,12 @@ import socket
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
-from typing import Protocol
+from typing import Any, Protocol
 
 import pytest
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
+from tests.integration.member_driver import MemberProcess
 from tests.support.kafka.broker import Broker, BrokerError, start
 from tests.support.requirements import IN_CI, require_tools
 
@@ -142,6 +143,29 @@ def create_topics(kafka_bootstrap: str) -> CreateTopics:
 
 
 # --------------------------------------------------------------------------- hooks
+
+
+#: Group timeouts short enough for a test to see members leave; a test may pass its own.
+FAST_SESSION_TIMEOUT_MS = 3000
+FAST_HEARTBEAT_MS = 300
+
+
+@pytest.fixture
+def spawn() -> Iterator[Callable[..., MemberProcess]]:
+    """Starts member processes (fast group timeouts unless given) and guarantees they are gone
+    after the test, whatever happens."""
+    started: list[MemberProcess] = []
+
+    def make(*args: Any, **kwargs: Any) -> MemberProcess:
+        kwargs.setdefault("session_timeout_ms", FAST_SESSION_TIMEOUT_MS)
+        kwargs.setdefault("heartbeat_interval_ms", FAST_HEARTBEAT_MS)
+        member = MemberProcess(*args, **kwargs).start()
+        started.append(member)
+        return member
+
+    yield make
+    for member in started:
+        member.terminate(timeout_s=10)
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:

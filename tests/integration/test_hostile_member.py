@@ -27,7 +27,7 @@ import asyncio
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import msgpack
@@ -88,22 +88,6 @@ def hostile(ctx: MemberContext) -> Any:
 
         assignor.metadata = metadata  # type: ignore[method-assign]
     return assignor
-
-
-@pytest.fixture
-def spawn() -> Iterator[Callable[..., MemberProcess]]:
-    started: list[MemberProcess] = []
-
-    def make(*args: Any, **kwargs: Any) -> MemberProcess:
-        kwargs.setdefault("session_timeout_ms", SESSION_TIMEOUT_MS)
-        kwargs.setdefault("heartbeat_interval_ms", HEARTBEAT_MS)
-        member = MemberProcess(*args, **kwargs).start()
-        started.append(member)
-        return member
-
-    yield make
-    for member in started:
-        member.terminate(timeout_s=10)
 
 
 def _infos(members: list[MemberProcess]) -> dict[tuple[str, int], dict[str, Any]]:

@@ -5,7 +5,7 @@ the session timeout, the survivors own everything; a graceful stop leaves at onc
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
@@ -31,21 +31,6 @@ WAIT_S = 60.0
 
 def _owners(assignment: dict[ConsumerKey, list[Partition]]) -> Counter[Partition]:
     return Counter(tp for partitions in assignment.values() for tp in partitions)
-
-
-@pytest.fixture
-def spawn() -> Iterator[Callable[..., MemberProcess]]:
-    """Starts member processes and guarantees they are gone after the test, whatever happens."""
-    started: list[MemberProcess] = []
-
-    def make(*args: object, **kwargs: object) -> MemberProcess:
-        member = MemberProcess(*args, **kwargs).start()  # type: ignore[arg-type]
-        started.append(member)
-        return member
-
-    yield make
-    for member in started:
-        member.terminate(timeout_s=10)
 
 
 def _leader_event(members: list[MemberProcess], generation: int) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -39,22 +39,6 @@ HEARTBEAT_MS = 300
 PARTITIONS = 4
 ALL_TASKS = {f"{s}_{p}" for s in (0, 1) for p in range(PARTITIONS)}
 WAIT_S = 60.0
-
-
-@pytest.fixture
-def spawn() -> Iterator[Callable[..., MemberProcess]]:
-    started: list[MemberProcess] = []
-
-    def make(*args: Any, **kwargs: Any) -> MemberProcess:
-        kwargs.setdefault("session_timeout_ms", SESSION_TIMEOUT_MS)
-        kwargs.setdefault("heartbeat_interval_ms", HEARTBEAT_MS)
-        member = MemberProcess(*args, **kwargs).start()
-        started.append(member)
-        return member
-
-    yield make
-    for member in started:
-        member.terminate(timeout_s=10)
 
 
 class App:
