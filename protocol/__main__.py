@@ -1,8 +1,11 @@
 """``python -m protocol decode HEX_OR_@FILE``: show what a member or the leader sent, as JSON.
 
 ``HEX`` is the payload in hex (spaces and a ``0x`` prefix allowed); ``@FILE`` reads a file of raw
-bytes or of hex text; ``@-`` reads standard input. Bad input prints the ``ProtocolError`` on
-stderr and exits 2.
+bytes or of hex text; ``@-`` and ``-`` read standard input. The payload is either our bare user
+data or the whole ConsumerProtocol struct around it, as a broker keeps it and ``DescribeGroups``
+returns it (``protocol.envelope``): ``--envelope auto`` (the default) tells them apart by the first
+byte, ``subscription`` / ``assignment`` / ``none`` say which it is. Bad input prints the
+``ProtocolError`` on stderr and exits 2.
 """
 
 from __future__ import annotations
@@ -15,8 +18,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from protocol.codec import LATEST_VERSION, SUPPORTED_VERSIONS, Codec
+from protocol.envelope import EnvelopeKind, looks_enveloped, read_envelope
 from protocol.errors import ProtocolError
-from protocol.jsonview import message_json
+from protocol.jsonview import JsonDict, message_json
 from protocol.messages import VersionHeader
 
 _HEX_TEXT = re.compile(rb"\A\s*(?:0x)?([0-9a-fA-F\s]+)\Z")
@@ -28,6 +32,8 @@ class InputError(Exception):
 
 def read_payload(argument: str) -> bytes:
     """Bytes from ``HEX``, ``@FILE`` or ``@-``; a file that is all hex text is read as hex."""
+    if argument == "-":
+        argument = "@-"
     if argument.startswith("@"):
         name = argument[1:]
         try:
@@ -43,10 +49,66 @@ def read_payload(argument: str) -> bytes:
 
 
 def _from_hex(text: str) -> bytes:
+    digits = "".join(text.split())
+    if len(digits) % 2:
+        raise InputError(
+            f"not hexadecimal bytes: {len(digits)} hex digits is an odd count (two per byte); "
+            "was the payload cut or a digit lost when copying?"
+        )
     try:
-        return bytes.fromhex("".join(text.split()))
+        return bytes.fromhex(digits)
     except ValueError as exc:
         raise InputError(f"not hexadecimal: {exc}") from exc
+
+
+def decode_payload(codec: Codec, data: bytes, envelope: str) -> tuple[JsonDict, str | None]:
+    """The JSON to print and an optional note for stderr; raises ``ProtocolError``.
+
+    With an envelope, the user data is decoded as bare bytes are and the consumer-level fields go
+    under ``consumer_protocol``; a problem in the user data names it as ``user_data`` within that
+    envelope, so nobody mistakes it for a broken envelope.
+    """
+    if envelope == "none" or (envelope == "auto" and not looks_enveloped(data)):
+        try:
+            return _bare(codec, data)
+        except ProtocolError as exc:
+            if not looks_enveloped(data):
+                raise
+            raise ProtocolError(
+                exc.field,
+                f"{exc.problem}; it starts with 0x00 as a ConsumerProtocol struct does: "
+                "leave out --envelope none",
+            ) from None
+    wrapper = read_envelope(data, None if envelope == "auto" else _KINDS[envelope])
+    described = wrapper.as_json()
+    if not wrapper.user_data:
+        empty = f"the {wrapper.kind} carries no user data: not a Streams member's"
+        return {"kind": wrapper.kind, "consumer_protocol": described}, empty
+    try:
+        printed, note = _bare(codec, wrapper.user_data)
+    except ProtocolError as exc:
+        raise ProtocolError(
+            f"user_data.{exc.field}",
+            f"{exc.problem} (in a consumer-protocol {wrapper.kind} v{wrapper.version} envelope, "
+            "which itself read fine)",
+        ) from None
+    if printed["kind"] != wrapper.kind:
+        note = f"a {wrapper.kind} envelope carries {printed['kind']} user data"
+    return printed | {"consumer_protocol": described}, note
+
+
+_KINDS: dict[str, EnvelopeKind] = {"subscription": "subscription", "assignment": "assignment"}
+
+
+def _bare(codec: Codec, data: bytes) -> tuple[JsonDict, str | None]:
+    kind, message = codec.decode(data)
+    note = None
+    if isinstance(message, VersionHeader):
+        note = (
+            f"{kind} version {message.version} is newer than this build reads "
+            f"({codec.latest_supported}); printed its header only"
+        )
+    return message_json(kind, message, codec.latest_supported), note
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -63,23 +125,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=LATEST_VERSION,
         help="read as a build whose latest version is this (default: %(default)s)",
     )
+    decode.add_argument(
+        "--envelope",
+        choices=("auto", "none", *_KINDS),
+        default="auto",
+        help="the payload is our bare user data (none) or a ConsumerProtocol struct around it "
+        "(subscription, assignment); auto decides by its first byte (default: %(default)s)",
+    )
     args = parser.parse_args(argv)
     codec = Codec(args.latest_supported)
     try:
-        kind, message = codec.decode(read_payload(args.payload))
+        printed, note = decode_payload(codec, read_payload(args.payload), args.envelope)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except ProtocolError as exc:
         print(f"ProtocolError: {exc.field}: {exc.problem}", file=sys.stderr)
         return 2
-    print(json.dumps(message_json(kind, message, codec.latest_supported), indent=2))
-    if isinstance(message, VersionHeader):
-        print(
-            f"note: {kind} version {message.version} is newer than this build reads "
-            f"({codec.latest_supported}); printed its header only",
-            file=sys.stderr,
-        )
+    print(json.dumps(printed, indent=2))
+    if note is not None:
+        print(f"note: {note}", file=sys.stderr)
     return 0
 
 

@@ -1,25 +1,57 @@
 """``python -m tests.support.kafka up|down|status``: a broker that outlives the command.
 
 The running broker is remembered in ``tests/support/kafka/target/broker.json`` so that ``down`` and
-``status`` find it; ``up`` prints the ``KAFKA_BOOTSTRAP_SERVERS`` value that points the suite at it.
+``status`` find it. The broker picks a free port, so ``up`` ends with a ready-to-paste line,
+``export KAFKA_BOOTSTRAP_SERVERS=127.0.0.1:PORT``, and writes the same line to
+``tests/support/kafka/target/bootstrap.env`` (``source`` it from another shell); the examples and
+the test suite read that variable. ``STREAMS_ASSIGNOR_KAFKA_STATE`` moves both files elsewhere
+(a test starts its own broker there without touching a developer's).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
 
 from tests.support.kafka.broker import HERE, KAFKA_VERSION, Broker, BrokerError, start
 
-STATE = HERE / "target" / "broker.json"
+#: The variable the examples, the README's quick start and the test suite read.
+BOOTSTRAP_VARIABLE = "KAFKA_BOOTSTRAP_SERVERS"
+
+
+def state_dir() -> Path:
+    """Where ``up`` records its broker; ``STREAMS_ASSIGNOR_KAFKA_STATE`` overrides it."""
+    return Path(os.environ.get("STREAMS_ASSIGNOR_KAFKA_STATE") or HERE / "target")
+
+
+def _state_file() -> Path:
+    return state_dir() / "broker.json"
+
+
+def env_file() -> Path:
+    """The ``export KAFKA_BOOTSTRAP_SERVERS=...`` line of the running broker, for ``source``."""
+    return state_dir() / "bootstrap.env"
+
+
+def _shown(path: Path) -> str:
+    """``path`` relative to the working directory when it is under it (shorter to paste)."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def export_line(bootstrap: str) -> str:
+    return f"export {BOOTSTRAP_VARIABLE}={bootstrap}"
 
 
 def _load() -> Broker | None:
     try:
-        data = json.loads(STATE.read_text())
+        data = json.loads(_state_file().read_text())
     except (FileNotFoundError, ValueError):
         return None
     return Broker(
@@ -31,7 +63,7 @@ def _load() -> Broker | None:
 
 
 def _save(broker: Broker) -> None:
-    STATE.parent.mkdir(parents=True, exist_ok=True)
+    _state_file().parent.mkdir(parents=True, exist_ok=True)
     state = {
         "pid": broker.pid,
         "port": broker.port,
@@ -40,7 +72,12 @@ def _save(broker: Broker) -> None:
         "bootstrap": broker.bootstrap,
         "version": KAFKA_VERSION,
     }
-    STATE.write_text(json.dumps(state, indent=2) + "\n")
+    _state_file().write_text(json.dumps(state, indent=2) + "\n")
+
+
+def _forget() -> None:
+    _state_file().unlink(missing_ok=True)
+    env_file().unlink(missing_ok=True)
 
 
 def _running() -> Broker | None:
@@ -60,8 +97,10 @@ def up() -> int:
         _save(broker)
         took = time.monotonic() - began
         print(f"Kafka {KAFKA_VERSION} started in {took:.1f}s (pid {broker.pid})")
+    env_file().write_text(export_line(broker.bootstrap) + "\n")
     print(f"log: {broker.log_file}")
-    print(f"export KAFKA_BOOTSTRAP_SERVERS={broker.bootstrap}")
+    print(f"paste the next line into your shell, or run: source {_shown(env_file())}")
+    print(export_line(broker.bootstrap))
     return 0
 
 
@@ -72,10 +111,10 @@ def down() -> int:
         return 0
     if broker.alive() and not broker.is_ours():
         print(f"pid {broker.pid} is no longer our broker; forgetting it without a signal")
-        STATE.unlink(missing_ok=True)
+        _forget()
         return 0
     broker.stop()
-    STATE.unlink(missing_ok=True)
+    _forget()
     print(f"Kafka stopped (pid {broker.pid})")
     return 0
 
