@@ -18,9 +18,12 @@ PROJECT_ROOTS = ("assignor", "protocol", "simulator", "tests")
 
 
 def readme_imports() -> list[tuple[str, str]]:
-    """Every ``from X import Y`` of the README's Python blocks whose ``X`` is ours."""
+    """Every ``from X import Y`` of the Python blocks of the README and of the docs/ pages it
+    links (user examples moved there from the README), whose ``X`` is ours."""
     found: list[tuple[str, str]] = []
-    for block in re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S):
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    text = "\n".join(page.read_text() for page in pages)
+    for block in re.findall(r"```python\n(.*?)```", text, re.S):
         for node in ast.walk(ast.parse(block)):
             if isinstance(node, ast.ImportFrom) and node.module is not None:
                 if node.module.split(".")[0] in PROJECT_ROOTS:

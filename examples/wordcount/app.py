@@ -21,7 +21,8 @@ its state and reports it. What this program does, and any application must:
 - at-least-once: produce (changelog, output, repartition), flush, then commit the input offsets.
   A crash replays uncommitted input, so a count can only come out too high, never too low.
 
-Run: ``python -m examples.wordcount --bootstrap HOST:PORT --app-id wc --state-dir /tmp/wc-1``
+Run: ``python -m examples.wordcount --app-id wc --state-dir /tmp/wc-1`` (the broker from
+``--bootstrap HOST:PORT`` or ``$KAFKA_BOOTSTRAP_SERVERS``, as ``make kafka-up`` prints it)
 (several processes with different state dirs share the work). It prints one JSON object per
 line (``started``, ``assigned``, ``restored``, ``stopped``) for the test that drives it.
 """
@@ -33,6 +34,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import signal
 import sys
 import time
@@ -347,12 +349,18 @@ async def create_topics(bootstrap: str, app_id: str, partitions: int) -> None:
 
 async def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m examples.wordcount")
-    parser.add_argument("--bootstrap", required=True)
+    parser.add_argument(
+        "--bootstrap",
+        default=os.environ.get("KAFKA_BOOTSTRAP_SERVERS"),
+        help="HOST:PORT (default: $KAFKA_BOOTSTRAP_SERVERS, as make kafka-up prints it)",
+    )
     parser.add_argument("--app-id", default="wordcount")
     parser.add_argument("--state-dir", required=True)
     parser.add_argument("--consumers", type=int, default=2)
     parser.add_argument("--partitions", type=int, default=4)
     args = parser.parse_args(argv)
+    if not args.bootstrap:
+        parser.error("no broker: pass --bootstrap HOST:PORT or set KAFKA_BOOTSTRAP_SERVERS")
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     await create_topics(args.bootstrap, args.app_id, args.partitions)
     app = WordCount(args.bootstrap, args.app_id, args.state_dir, args.consumers, args.partitions)

@@ -1,4 +1,4 @@
-"""The README's aiokafka example runs as written, against the test broker."""
+"""The README's quick-start program runs as written, against the test broker."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 def _example() -> str:
     text = README.read_text()
     section = text[
-        text.index("<!-- section:aiokafka -->") : text.index("<!-- /section:aiokafka -->")
+        text.index("<!-- section:quickstart -->") : text.index("<!-- /section:quickstart -->")
     ]
     (code,) = re.findall(r"```python\n(.*?)```", section, flags=re.S)
     return code
@@ -26,7 +26,7 @@ async def test_the_readme_example_runs(
     kafka_bootstrap: str, unique_name: Callable[[str], str]
 ) -> None:
     namespace: dict[str, Any] = {"__name__": "readme_example"}
-    exec(compile(_example(), "README.md (aiokafka section)", "exec"), namespace)
+    exec(compile(_example(), "README.md (quick start)", "exec"), namespace)
     latest = await namespace["main"](kafka_bootstrap, unique_name("shop"))
     assert sorted(latest) == [0, 1]
     assert {a.error for a in latest.values()} == {AssignorError.NONE}

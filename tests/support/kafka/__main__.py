@@ -62,7 +62,8 @@ def _load() -> Broker | None:
     )
 
 
-def _save(broker: Broker) -> None:
+def remember(broker: Broker) -> None:
+    """Record ``broker`` as the running one, for ``down`` and ``status``."""
     _state_file().parent.mkdir(parents=True, exist_ok=True)
     state = {
         "pid": broker.pid,
@@ -94,7 +95,7 @@ def up() -> int:
     else:
         began = time.monotonic()
         broker = start(detach=True)
-        _save(broker)
+        remember(broker)
         took = time.monotonic() - began
         print(f"Kafka {KAFKA_VERSION} started in {took:.1f}s (pid {broker.pid})")
     env_file().write_text(export_line(broker.bootstrap) + "\n")
