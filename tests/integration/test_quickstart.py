@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -64,10 +65,10 @@ def test_the_quick_start_commands_work_on_the_broker_as_printed(
         printed_env_file = env_file()
     finally:
         del os.environ["STREAMS_ASSIGNOR_KAFKA_STATE"]
-    script = ["set -euo pipefail"]
+    script = ["set -euo pipefail", f"PY={shlex.quote(sys.executable)}"]
     for command in commands[1:-1]:
-        command = command.replace("make kafka-up", f"{sys.executable} -m tests.support.kafka up")
-        command = command.replace(".venv/bin/python", sys.executable)
+        command = command.replace(".venv/bin/python", '"$PY"')
+        command = command.replace("make kafka-up", '"$PY" -m tests.support.kafka up')
         script.append(command.replace(DEFAULT_STATE, f"{tmp_path}/"))
     script.append('echo "bootstrap=$KAFKA_BOOTSTRAP_SERVERS"')
     result = subprocess.run(
