@@ -347,20 +347,31 @@ async def create_topics(bootstrap: str, app_id: str, partitions: int) -> None:
         await admin.close()
 
 
-async def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m examples.wordcount")
+def add_common_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--bootstrap`` (default: what ``make kafka-up`` prints), ``--app-id``, ``--partitions``."""
     parser.add_argument(
         "--bootstrap",
         default=os.environ.get("KAFKA_BOOTSTRAP_SERVERS"),
         help="HOST:PORT (default: $KAFKA_BOOTSTRAP_SERVERS, as make kafka-up prints it)",
     )
     parser.add_argument("--app-id", default="wordcount")
-    parser.add_argument("--state-dir", required=True)
-    parser.add_argument("--consumers", type=int, default=2)
     parser.add_argument("--partitions", type=int, default=4)
+
+
+def parse_common(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """Parsed arguments; no broker at all is a usage error, said before anything connects."""
     args = parser.parse_args(argv)
     if not args.bootstrap:
         parser.error("no broker: pass --bootstrap HOST:PORT or set KAFKA_BOOTSTRAP_SERVERS")
+    return args
+
+
+async def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m examples.wordcount")
+    add_common_arguments(parser)
+    parser.add_argument("--state-dir", required=True)
+    parser.add_argument("--consumers", type=int, default=2)
+    args = parse_common(parser, argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     await create_topics(args.bootstrap, args.app_id, args.partitions)
     app = WordCount(args.bootstrap, args.app_id, args.state_dir, args.consumers, args.partitions)
