@@ -73,7 +73,12 @@ def test_the_quick_start_commands_work_on_the_broker_as_printed(
     script.append('echo "bootstrap=$KAFKA_BOOTSTRAP_SERVERS"')
     result = subprocess.run(
         ["bash", "-c", "\n".join(script)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=180, check=False,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
