@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import subprocess
 import sys
 from pathlib import Path
 
@@ -22,25 +21,18 @@ import pytest
 
 from tests.support.kafka.__main__ import env_file, export_line, remember, state_dir
 from tests.support.kafka.broker import Broker
+from tests.support.readme import ROOT, code_blocks, run, section
 
-ROOT = Path(__file__).resolve().parents[2]
-README = ROOT / "README.md"
 DEFAULT_STATE = "tests/support/kafka/target/"
 
 
-def quickstart_section() -> str:
-    text = README.read_text()
-    start, end = "<!-- section:quickstart -->", "<!-- /section:quickstart -->"
-    return text[text.index(start) : text.index(end)]
-
-
 def quickstart_commands() -> list[str]:
-    (block,) = re.findall(r"```sh\n(.*?)```", quickstart_section(), flags=re.S)
+    (block,) = code_blocks(section("quickstart"), "sh")
     return [line.split("#")[0].strip() for line in block.splitlines() if line.split("#")[0].strip()]
 
 
 def test_the_readme_shows_the_example_file_as_it_is() -> None:
-    (code,) = re.findall(r"```python\n(.*?)```", quickstart_section(), flags=re.S)
+    (code,) = code_blocks(section("quickstart"), "python")
     assert code == (ROOT / "examples" / "quickstart.py").read_text()
 
 
@@ -71,15 +63,7 @@ def test_the_quick_start_commands_work_on_the_broker_as_printed(
         command = command.replace("make kafka-up", '"$PY" -m tests.support.kafka up')
         script.append(command.replace(DEFAULT_STATE, f"{tmp_path}/"))
     script.append('echo "bootstrap=$KAFKA_BOOTSTRAP_SERVERS"')
-    result = subprocess.run(
-        ["bash", "-c", "\n".join(script)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
+    result = run(["bash", "-c", "\n".join(script)], env, timeout_s=180)
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
     assert export_line(kafka_broker.bootstrap) in lines  # kafka-up's ready-to-paste line

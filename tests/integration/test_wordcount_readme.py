@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shlex
 import signal
 import subprocess
@@ -21,18 +20,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-README = ROOT / "README.md"
+from tests.support.readme import ROOT, code_blocks, run, section
+
 COUNTS_TIMEOUT_S = 90.0
 
 
 def walkthrough() -> list[tuple[str, str]]:
     """(command, comment) per line of the section's shell block."""
-    text = README.read_text()
-    section = text[
-        text.index("<!-- section:wordcount -->") : text.index("<!-- /section:wordcount -->")
-    ]
-    (block,) = re.findall(r"```sh\n(.*?)```", section, flags=re.S)
+    (block,) = code_blocks(section("wordcount"), "sh")
     lines = []
     for line in block.splitlines():
         command, _, comment = line.partition("  #")
@@ -76,23 +71,14 @@ def test_the_walkthrough_runs_as_written(
                 expected = json.loads(comment)
                 deadline = time.monotonic() + COUNTS_TIMEOUT_S
                 while True:
-                    done = subprocess.run(
-                        argv,
-                        cwd=ROOT,
-                        env=env,
-                        capture_output=True,
-                        text=True,
-                        timeout=60,
-                        check=True,
-                    )
+                    done = run(argv, env)
+                    assert done.returncode == 0, done.stdout + done.stderr
                     if json.loads(done.stdout) == expected or time.monotonic() > deadline:
                         break
                     time.sleep(1)
                 assert json.loads(done.stdout) == expected, [p.poll() for p in background]
                 continue
-            done = subprocess.run(
-                argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60, check=False
-            )
+            done = run(argv, env)
             assert done.returncode == 0, done.stdout + done.stderr
             if "assignor describe" in command:
                 described = json.loads(done.stdout)
