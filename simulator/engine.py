@@ -155,16 +155,18 @@ class Replay:
     def advance(self) -> None:
         self.state.advance(self.clock.time())
 
-    def refresh_end_offsets(self, process: StreamsProcess) -> None:
+    def refresh_end_offsets(self, process: StreamsProcess, *, force: bool = False) -> None:
         """What the adapter's rebalance listener does before every join: refresh the process's
-        changelog end-offset snapshot unless it is younger than the adapter's maximum age.
+        changelog end-offset snapshot unless it is younger than the adapter's maximum age
+        (``force``: whatever its age; the leader's fetch inside ``assign()``, see
+        :meth:`HostedAssignor.assign <simulator.hosting.HostedAssignor.assign>`).
 
         One read-only snapshot per virtual instant is shared by every process (nothing in the
         adapter mutates it): building and copying thousands of offsets per consumer cost more
         than the assignor on groups of hundreds of members."""
         now_ms = int(self.clock.time() * 1000)
         fetched = process.end_offsets_fetched_at_ms
-        if (fetched is not None and process.changelog_end_offsets is not None
+        if (not force and fetched is not None and process.changelog_end_offsets is not None
                 and now_ms - fetched < DEFAULT_END_OFFSETS_MAX_AGE_MS):
             return
         key = (now_ms, id(self.layout))

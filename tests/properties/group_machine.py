@@ -16,11 +16,11 @@ file that replays them (``python -m simulator run --scenario FILE``) is in the m
 
 Two choices keep the properties about the assignor rather than about the simulated world:
 
-- ``write_rate = 0`` and ``standby_trail = 0``: changelogs do not grow, so the end-offset
-  snapshot the leader reads is never stale. With growing changelogs the engine found (its
-  strict xfail ``test_a_warm_up_close_to_the_end_takes_its_task_over``) that a warm-up reports
-  an offset sum above the leader's snapshot, Kafka's rule calls it fully behind, and probing
-  never stops;
+- ``write_rate = 0`` and ``standby_trail = 0``: changelogs do not grow, so no warm-up ever
+  trails its changelog by a moving amount. (With growing changelogs the engine once found that a
+  leader's end-offset snapshot taken at its own join is older than a warm-up's subscription;
+  the engine's leader now reads end offsets inside ``assign()``, as Kafka's does;
+  ``test_a_warm_up_close_to_the_end_takes_its_task_over``);
 - follow-ups run on virtual time: the engine already moves the adapter's ``FollowupScheduler``
   deadline onto the virtual clock (the scheduler computes delays from wall time).
 """
