@@ -190,6 +190,8 @@ class Replay:
         self.advance()
         spec, clock = sim.spec, self.clock
         sim.up = True
+        sim.incarnation += 1
+        sim.paused_until = None
         sim.members, sim.hosted = [], []
         sim.process = None
         if self._ours:
@@ -243,17 +245,31 @@ class Replay:
         with new ``ShimMember`` sessions: a static member takes its place back without a
         rebalance, as in aiokafka, but a dynamic one joins as a new member (one rebalance more
         than aiokafka, whose consumer would resume heartbeating under its old id if the pause
-        was shorter than the session timeout)."""
+        was shorter than the session timeout).
+
+        A pause that begins while the process is already paused extends that pause to the later
+        end (one stall, one resume); a pause ends without resuming when the process stopped or
+        restarted meanwhile (that incarnation is gone)."""
         if not sim.up:
             return
+        until = self.clock.time() + duration_s
+        if sim.paused_until is not None:
+            sim.paused_until = max(sim.paused_until, until)
+            return
+        sim.paused_until = until
+        incarnation = sim.incarnation
         self.advance()
         for member in sim.members:
             await crash(member)
         self.state.stop(sim.name)
-        await self.clock.sleep(duration_s)
-        self.advance()
-        if not sim.up:
+        for _ in range(len(self.scenario.events) + 1):  # each later pause extends it once
+            if sim.paused_until is None or self.clock.time() >= sim.paused_until:
+                break
+            await self.clock.sleep(sim.paused_until - self.clock.time())
+        if not sim.up or sim.incarnation != incarnation:
             return
+        sim.paused_until = None
+        self.advance()
         sim.members = [
             self._member(hosted, old.client_id, old.group_instance_id)
             for old, hosted in zip(sim.members, sim.hosted, strict=True)

@@ -68,6 +68,11 @@ class SimulatedProcess:
         self.up = False
         #: bumped when the disk is wiped: a dynamic process id lives in the state directory
         self.disk_generation = 0
+        #: bumped by every start: a pause resumes only the incarnation it paused
+        self.incarnation = 0
+        #: virtual time a pause in progress ends at (None: not paused); overlapping pauses
+        #: extend it rather than stacking resumes
+        self.paused_until: float | None = None
 
     @property
     def name(self) -> str:

@@ -164,6 +164,29 @@ def test_a_short_pause_of_a_static_member_does_not_rebalance() -> None:
     assert result.summary.converged
 
 
+@pytest.mark.parametrize("static", [False, True])
+def test_overlapping_pauses_stall_the_process_until_the_later_end(static: bool) -> None:
+    # a pauses at 30 for 10 s, and again at 35 for 60 s: one stall from 30 to 95 (beyond the
+    # session timeout), one resume at 95, one consumer per thread afterwards
+    processes = [{"name": n, "static": static, "initial_state": "caught_up"} for n in "ab"]
+    result = run(processes, [{"kind": "pause", "at": 30, "process": "a", "duration_s": 10},
+                             {"kind": "pause", "at": 35, "process": "a", "duration_s": 60}])
+    later = stable_after(result, 30)
+    assert [(r.started_s, r.members) for r in later] == [(30 + SESSION_S, 1), (95.0, 2)]
+    assert "session timed out" in later[0].reasons
+    assert result.summary.converged
+
+
+def test_a_restart_during_a_pause_ends_the_pause() -> None:
+    # the paused incarnation is killed at 50 and a new one starts at 55: the pause's end at 90
+    # resumes nothing (it used to start a second set of consumers next to the new ones)
+    result = run(events=[{"kind": "pause", "at": 30, "process": "a", "duration_s": 60},
+                         {"kind": "restart", "at": 50, "process": "a", "down_s": 5}])
+    assert result.rebalances[-1].members == 2
+    assert [r.started_s for r in stable_after(result, 30)] == [50.0, 55.0]
+    assert result.summary.converged
+
+
 def test_a_rolling_upgrade_ends_on_the_newest_version() -> None:
     old = [{"name": "a", "protocol_version": 1, "initial_state": "caught_up"},
            {"name": "b", "protocol_version": 1, "initial_state": "caught_up"}]
