@@ -132,9 +132,9 @@ class HostedAssignor:
             self._reschedule_followup(inner)
         else:
             owned = ownership_from_partitions(
-                {(self.sim.name, self.thread): assignment.partitions()}, replay.layout.tasks
+                {"": assignment.partitions()}, replay.layout.tasks, {}
             )
-            active, standby = owned.active[(self.sim.name, self.thread)], ()
+            active, standby = owned.active[""], ()
         replay.state.assign(self.sim.name, self.thread, active, standby)
 
     def _reschedule_followup(self, inner: StreamsPartitionAssignor) -> None:

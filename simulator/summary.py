@@ -175,7 +175,8 @@ def final_shape(
     balance_thread = max(per_thread) - min(per_thread) if per_thread else 0
     per_process: dict[str, int] = {}
     threads: dict[str, int] = {}
-    for (process, _), tasks in final.active.items():
+    for member, tasks in final.active.items():
+        process = final.process(member)
         per_process[process] = per_process.get(process, 0) + len(tasks)
         threads[process] = threads.get(process, 0) + 1
     loads = [per_process[p] / threads[p] for p in per_process]
