@@ -206,8 +206,6 @@ class GroupMachine(RuleBasedStateMachine):
         self.checked = Checked()
         #: ownership when the group last settled, with the processes that were live then
         self.settled_at: tuple[Ownership, frozenset[str]] | None = None
-        #: virtual time at which each paused process resumes
-        self.paused_until: dict[str, float] = {}
 
     # -- setup and teardown -------------------------------------------------------------------
     def _start(self, group: Group, seed: int) -> None:
@@ -230,12 +228,9 @@ class GroupMachine(RuleBasedStateMachine):
         return self.sim.replay
 
     def _names(self, *, up: bool, where: Callable[[Any], bool] = lambda sim: True) -> list[str]:
-        """Processes up (or not) that no pause holds: the engine's pause resumes a process on
-        its own timer, so another event on a paused process would race with that resume
-        (reported to the engine)."""
-        now = self.sim.clock.time() if self.sim is not None else 0.0
-        return sorted(n for n, s in self.replay.sims.items()
-                      if s.up == up and where(s) and self.paused_until.get(n, -1.0) < now)
+        """Processes up (or not); a paused process is up, and any event may hit it (a pause
+        extends its pause, a crash or restart ends it)."""
+        return sorted(n for n, s in self.replay.sims.items() if s.up == up and where(s))
 
     def _standbys(self) -> int:
         return self.replay.scenario.assignor_config().num_standby_replicas
@@ -485,8 +480,6 @@ class GroupMachine(RuleBasedStateMachine):
         if len(live) > 1:
             name = data.draw(st.sampled_from(live))
             duration = SESSION_TIMEOUT_MS / 1000 * 1.5
-            assert self.sim is not None
-            self.paused_until[name] = self.sim.clock.time() + duration + 1.0
             self._event(lambda at: PauseEvent(at=at, process=name, duration_s=duration), data)
 
     @rule(data=st.data())
