@@ -7,6 +7,7 @@ restore are counted against the state model at the instant of the decision.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 from assignor.adapter.streams_assignor import StreamsPartitionAssignor
 from assignor.topology.tasks import TaskLayout
 from protocol.ids import TaskId, TopicPartition
+from simulator.faust_peer import FAUST, read_faust_assignment
 from simulator.metrics import Ownership, Thread, ownership_from_partitions
 from simulator.state import StateModel
 
@@ -68,10 +70,16 @@ def read_decision(
         followup = result.followup
     else:
         parts_of: dict[str, list[TopicPartition]] = {}
+        standbys: dict[str, frozenset[TaskId]] = {}
         for member_id, answer in answers.items():
+            if getattr(inner, "name", None) == FAUST:
+                parts_of[member_id], standbys[member_id] = read_faust_assignment(answer, layout)
+                continue
             partitions = answer.partitions() if hasattr(answer, "partitions") else []
             parts_of[member_id] = [TopicPartition(topic, p) for topic, p in partitions]
         ownership = ownership_from_partitions(parts_of, layout.tasks, threads)
+        if standbys:
+            ownership = dataclasses.replace(ownership, standby=standbys)
     restore = 0
     before = previous.active_process() if previous is not None else {}
     for task, process in ownership.active_process().items():

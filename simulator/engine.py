@@ -40,6 +40,7 @@ from assignor.topology.tasks import TaskLayout
 from protocol.codec import Codec
 from protocol.ids import HostInfo, ProcessId, TaskId, TopicPartition
 from simulator.decisions import Decision, read_decision
+from simulator.faust_peer import FAUST, faust_assignor, faust_limits, faust_topics
 from simulator.hosting import (
     HostedAssignor,
     SimulatedProcess,
@@ -132,6 +133,14 @@ class Replay:
         self._ours = scenario.assignor in OUR_ASSIGNORS
         for sim in self.sims.values():
             self.state.add_process(sim.name, self._initial_behind(sim.spec))
+        self._topics: list[str] = sorted(self.topology.source_topics)
+        if scenario.assignor == FAUST:
+            self._topics = faust_topics(self.topology)
+            specs = scenario.processes
+            self.notes.extend(faust_limits(
+                self.topology, [s.threads for s in specs], [s.tags for s in specs],
+                [s.rack for s in specs], [s.protocol_version for s in specs],
+                any(isinstance(e, UpgradeEvent) for e in scenario.events)))
 
     # -- world --------------------------------------------------------------------------------
     def _layout(self) -> tuple[TaskLayout, ClusterMetadata]:
@@ -214,6 +223,9 @@ class Replay:
             instance = f"{sim.name}-{thread}" if spec.static else None
             if sim.process is not None:
                 inner: Any = sim.process.new_assignor()
+            elif self.scenario.assignor == FAUST:
+                replicas = self.scenario.assignor_config(spec).num_standby_replicas
+                inner = faust_assignor(self.topology, f"{sim.name}-{thread}", replicas)
             else:
                 inner = peer_assignor(self.scenario.assignor, f"{sim.name}_{thread}")
             hosted = HostedAssignor(self, sim, thread, inner)
@@ -281,9 +293,10 @@ class Replay:
         return start_member(
             hosted,
             self.coordinator,
-            self.topology,
+            self._topics,
             self.cluster,
             self.scenario.timeouts,
+            group_id=self.topology.application_id,
             client_id=client_id,
             instance=instance,
         )

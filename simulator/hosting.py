@@ -23,9 +23,9 @@ from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment
 
 from assignor.adapter.process import StreamsProcess
 from assignor.adapter.streams_assignor import StreamsPartitionAssignor
-from assignor.topology.model import Topology
 from assignor.topology.tasks import TaskLayout
 from protocol.ids import TaskId
+from simulator.faust_peer import FAUST, read_faust_assignment
 from simulator.metrics import ownership_from_partitions
 from simulator.scenarios import GroupTimeouts, ProcessSpec
 from simulator.shim import GroupCoordinator, ShimMember, VirtualClock
@@ -131,10 +131,13 @@ class HostedAssignor:
             standby: Iterable[TaskId] = received.standby_tasks
             self._reschedule_followup(inner)
         else:
-            owned = ownership_from_partitions(
-                {"": assignment.partitions()}, replay.layout.tasks, {}
-            )
-            active, standby = owned.active[""], ()
+            parts: Iterable[Any] = assignment.partitions()
+            if self.name == FAUST:
+                parts, standby = read_faust_assignment(assignment, replay.layout)
+            else:
+                standby = ()
+            owned = ownership_from_partitions({"": parts}, replay.layout.tasks, {})
+            active = owned.active[""]
         replay.state.assign(self.sim.name, self.thread, active, standby)
 
     def _reschedule_followup(self, inner: StreamsPartitionAssignor) -> None:
@@ -208,19 +211,21 @@ def peer_assignor(name: str, member_name: str) -> Any:
 def start_member(
     hosted: HostedAssignor,
     coordinator: GroupCoordinator,
-    topology: Topology,
+    topics: Iterable[str],
     cluster: ClusterMetadata,
     timeouts: GroupTimeouts,
     *,
+    group_id: str,
     client_id: str,
     instance: str | None,
 ) -> ShimMember:
-    """A started consumer session around ``hosted`` (bound for follow-up rebalances)."""
+    """A started consumer session around ``hosted``, subscribed to ``topics`` in the group
+    ``group_id`` (bound for follow-up rebalances)."""
     member = ShimMember(
         coordinator,
-        group_id=topology.application_id,
+        group_id=group_id,
         assignors=[hosted],
-        topics=sorted(topology.source_topics),
+        topics=sorted(topics),
         cluster=cluster,
         client_id=client_id,
         group_instance_id=instance,
