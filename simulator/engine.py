@@ -139,7 +139,7 @@ class Replay:
             specs = scenario.processes
             self.notes.extend(faust_limits(
                 self.topology, [s.threads for s in specs], [s.tags for s in specs],
-                [s.rack for s in specs], [s.protocol_version for s in specs],
+                [s.protocol_version for s in specs],
                 any(isinstance(e, UpgradeEvent) for e in scenario.events)))
 
     # -- world --------------------------------------------------------------------------------

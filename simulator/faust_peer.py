@@ -10,7 +10,8 @@ scenario row's note rather than forced):
 
 - a Faust worker has one consumer: a process of N threads runs here as N workers, each with its
   own URL (the capacity is the same; the assignor does not know they share a host);
-- no rack or client-tag awareness: tags and racks are ignored;
+- no client-tag awareness (Kafka's ``rack.aware.assignment.tags``): tags are ignored (a process's
+  rack is where it runs, which Faust's model has too: losing a rack still crashes its workers);
 - no protocol versions or version probing: an upgrade is a plain restart;
 - no local-state report and no warm-ups: it is sticky to each worker's previous assignment only;
 - a table's changelog is ``<app id>-<table>-changelog``: a changelog named otherwise (a source
@@ -114,7 +115,6 @@ def faust_limits(
     topology: Topology,
     threads: Iterable[int],
     tags: Iterable[Mapping[str, str]],
-    racks: Iterable[str | None],
     versions: Iterable[int],
     upgrades: bool,
 ) -> list[str]:
@@ -124,8 +124,8 @@ def faust_limits(
     if most > 1:
         limits.append(f"faust: one consumer per worker, processes of up to {most} threads run "
                       "as that many workers")
-    if any(tags) or any(r is not None for r in racks):
-        limits.append("faust: no rack or client-tag awareness, tags and racks ignored")
+    if any(tags):
+        limits.append("faust: no client-tag awareness, tags ignored")
     if upgrades or len(set(versions)) > 1:
         limits.append("faust: no protocol versions, upgrades are plain restarts")
     named = set(_tables(topology))

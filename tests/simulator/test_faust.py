@@ -63,7 +63,7 @@ def test_what_faust_cannot_express_is_in_the_row_not_forced() -> None:
     )
     note = result.summary.note
     assert "one consumer per worker, processes of up to 2 threads" in note
-    assert "no rack or client-tag awareness" in note
+    assert "no client-tag awareness" in note
     assert "no protocol versions" in note
     # two workers of one process are two clients to Faust: a standby next to its active is a
     # finding, recorded with the command that replays it
