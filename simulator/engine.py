@@ -40,7 +40,7 @@ from assignor.topology.tasks import TaskLayout
 from protocol.codec import Codec
 from protocol.ids import HostInfo, ProcessId, TaskId, TopicPartition
 from simulator.decisions import Decision, read_decision
-from simulator.faust_peer import FAUST, faust_assignor, faust_limits, faust_topics
+from simulator.faust_peer import FAUST, faust_limits, faust_topics
 from simulator.hosting import (
     HostedAssignor,
     SimulatedProcess,
@@ -80,7 +80,7 @@ from simulator.shim import (
     VirtualClock,
 )
 from simulator.state import StateModel
-from simulator.summary import rebalance_history, scenario_row
+from simulator.summary import rebalance_history, replay_command, scenario_row
 
 #: Namespace of the process ids of dynamic simulated processes (static ones use the adapter's).
 _SIM_NAMESPACE = uuid.UUID("0b5e6c1e-7d4a-5c57-8a8e-51a1c0de0013")
@@ -134,13 +134,9 @@ class Replay:
         for sim in self.sims.values():
             self.state.add_process(sim.name, self._initial_behind(sim.spec))
         self._topics: list[str] = sorted(self.topology.source_topics)
-        if scenario.assignor == FAUST:
+        if scenario.assignor == FAUST:  # it subscribes to changelogs too; what it cannot say
             self._topics = faust_topics(self.topology)
-            specs = scenario.processes
-            self.notes.extend(faust_limits(
-                self.topology, [s.threads for s in specs], [s.tags for s in specs],
-                [s.protocol_version for s in specs],
-                any(isinstance(e, UpgradeEvent) for e in scenario.events)))
+            self.notes.extend(faust_limits(scenario))
 
     # -- world --------------------------------------------------------------------------------
     def _layout(self) -> tuple[TaskLayout, ClusterMetadata]:
@@ -167,8 +163,7 @@ class Replay:
     def refresh_end_offsets(self, process: StreamsProcess, *, force: bool = False) -> None:
         """What the adapter's rebalance listener does before every join: refresh the process's
         changelog end-offset snapshot unless it is younger than the adapter's maximum age
-        (``force``: whatever its age; the leader's fetch inside ``assign()``, see
-        :meth:`HostedAssignor.assign <simulator.hosting.HostedAssignor.assign>`).
+        (``force``: whatever its age, for the leader's fetch inside ``HostedAssignor.assign``).
 
         One read-only snapshot per virtual instant is shared by every process (nothing in the
         adapter mutates it): building and copying thousands of offsets per consumer cost more
@@ -223,11 +218,8 @@ class Replay:
             instance = f"{sim.name}-{thread}" if spec.static else None
             if sim.process is not None:
                 inner: Any = sim.process.new_assignor()
-            elif self.scenario.assignor == FAUST:
-                replicas = self.scenario.assignor_config(spec).num_standby_replicas
-                inner = faust_assignor(self.topology, f"{sim.name}-{thread}", replicas)
             else:
-                inner = peer_assignor(self.scenario.assignor, f"{sim.name}_{thread}")
+                inner = peer_assignor(self.scenario, self.topology, spec, thread)
             hosted = HostedAssignor(self, sim, thread, inner)
             sim.hosted.append(hosted)
             sim.members.append(self._member(hosted, f"{sim.name}-{thread}", instance))
@@ -257,18 +249,10 @@ class Replay:
         with new ``ShimMember`` sessions: a static member takes its place back without a
         rebalance, as in aiokafka, but a dynamic one joins as a new member (one rebalance more
         than aiokafka, whose consumer would resume heartbeating under its old id if the pause
-        was shorter than the session timeout).
-
-        A pause that begins while the process is already paused extends that pause to the later
-        end (one stall, one resume); a pause ends without resuming when the process stopped or
-        restarted meanwhile (that incarnation is gone)."""
-        if not sim.up:
+        was shorter than the session timeout). A pause while paused extends the pause to the
+        later end; a pause resumes nothing once its incarnation was stopped or restarted."""
+        if not sim.up or not sim.begin_pause(self.clock.time() + duration_s):
             return
-        until = self.clock.time() + duration_s
-        if sim.paused_until is not None:
-            sim.paused_until = max(sim.paused_until, until)
-            return
-        sim.paused_until = until
         incarnation = sim.incarnation
         self.advance()
         for member in sim.members:
@@ -506,18 +490,6 @@ class Replay:
             wall_s=wall_s,
         )
         return ReplayResult(self.scenario, history.rows, summary, history.violations, self.journal)
-
-
-def replay_command(scenario: Scenario, path: str | None = None) -> str:
-    """The command line that replays ``scenario``: its family and seed, or its file."""
-    origin = scenario.origin
-    if "family" in origin:
-        given = sorted(origin.get("params", {}).items())
-        params = " ".join(f"--param {k}={v}" for k, v in given if k != "assignor")
-        return (f"python -m simulator run --family {origin['family']} --seed {scenario.seed} "
-                f"--assignor {scenario.assignor}" + (f" {params}" if params else ""))
-    where = path or f"<file of scenario {scenario.name}>"
-    return f"python -m simulator run --scenario {where}"
 
 
 def replay(scenario: Scenario, *, command: str | None = None) -> ReplayResult:

@@ -26,12 +26,12 @@ every partition-level peer), a standby changelog partition gives the task a stan
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
 from typing import Any
 
 from assignor.topology.model import Topology
 from assignor.topology.tasks import TaskLayout
 from protocol.ids import TaskId, TopicPartition
+from simulator.scenarios import Scenario, UpgradeEvent
 
 #: The engine's name for Faust's assignor.
 FAUST = "faust"
@@ -111,22 +111,18 @@ def read_faust_assignment(
     return sorted(active), standby
 
 
-def faust_limits(
-    topology: Topology,
-    threads: Iterable[int],
-    tags: Iterable[Mapping[str, str]],
-    versions: Iterable[int],
-    upgrades: bool,
-) -> list[str]:
+def faust_limits(scenario: Scenario) -> list[str]:
     """What of the scenario Faust's model cannot express (empty if nothing): the row's note."""
+    topology, specs = scenario.build_topology(), scenario.processes
     limits: list[str] = []
-    most = max(threads, default=1)
+    most = max((s.threads for s in specs), default=1)
     if most > 1:
         limits.append(f"faust: one consumer per worker, processes of up to {most} threads run "
                       "as that many workers")
-    if any(tags):
+    if any(s.tags for s in specs):
         limits.append("faust: no client-tag awareness, tags ignored")
-    if upgrades or len(set(versions)) > 1:
+    upgrades = any(isinstance(e, UpgradeEvent) for e in scenario.events)
+    if upgrades or len({s.protocol_version for s in specs}) > 1:
         limits.append("faust: no protocol versions, upgrades are plain restarts")
     named = set(_tables(topology))
     unnamed = sorted({t for s in topology.subtopologies for t in s.changelog_topics} - named)

@@ -23,11 +23,12 @@ from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment
 
 from assignor.adapter.process import StreamsProcess
 from assignor.adapter.streams_assignor import StreamsPartitionAssignor
+from assignor.topology.model import Topology
 from assignor.topology.tasks import TaskLayout
 from protocol.ids import TaskId
-from simulator.faust_peer import FAUST, read_faust_assignment
+from simulator.faust_peer import FAUST, faust_assignor, read_faust_assignment
 from simulator.metrics import ownership_from_partitions
-from simulator.scenarios import GroupTimeouts, ProcessSpec
+from simulator.scenarios import GroupTimeouts, ProcessSpec, Scenario
 from simulator.shim import GroupCoordinator, ShimMember, VirtualClock
 from simulator.state import StateModel
 
@@ -77,6 +78,15 @@ class SimulatedProcess:
     @property
     def name(self) -> str:
         return self.spec.name
+
+    def begin_pause(self, until: float) -> bool:
+        """Pause until ``until``; if a pause is in progress, extend it instead and say False
+        (that pause's resume is the one that will happen)."""
+        if self.paused_until is not None:
+            self.paused_until = max(self.paused_until, until)
+            return False
+        self.paused_until = until
+        return True
 
 
 class HostedAssignor:
@@ -200,7 +210,12 @@ async def stop_member(member: ShimMember, *, graceful: bool) -> None:
 async def crash(member: ShimMember) -> None:
     await stop_member(member, graceful=False)
 
-def peer_assignor(name: str, member_name: str) -> Any:
+def peer_assignor(scenario: Scenario, topology: Topology, spec: ProcessSpec, thread: int) -> Any:
+    """The assignor of thread ``thread`` of ``spec`` for a peer scenario (not ours)."""
+    name, member_name = scenario.assignor, f"{spec.name}_{thread}"
+    if name == FAUST:
+        replicas = scenario.assignor_config(spec).num_standby_replicas
+        return faust_assignor(topology, f"{spec.name}-{thread}", replicas)
     if name == "roundrobin":
         return RoundRobinPartitionAssignor
     # aiokafka's sticky assignor keeps its state on the class (aio-libs/aiokafka#1175)
