@@ -7,9 +7,10 @@
 Exit status: 0 when the scenario ran (violations and non-convergence are results, printed);
 2 when the scenario, family or a parameter cannot be used, with one line on stderr naming it.
 
-aiokafka's sticky assignor iterates sets of strings, so its result depends on Python's hash seed;
-when it is asked for and ``PYTHONHASHSEED`` is not set, the command re-executes itself with
-``PYTHONHASHSEED=0`` so that a seed reproduces the run (the row records the hash seed).
+aiokafka's sticky assignor (and Faust's) iterates sets of strings, so its result depends on
+Python's hash seed; when one is asked for and ``PYTHONHASHSEED`` is not set, the command
+re-executes itself with ``PYTHONHASHSEED=0`` so that a seed reproduces the run (the row records
+the hash seed).
 """
 
 from __future__ import annotations
@@ -25,10 +26,16 @@ from typing import Any
 from simulator.engine import ReplayResult, replay, replay_command
 from simulator.families import FAMILIES, FamilyError, family_params, generate, parse_params
 from simulator.metrics import RebalanceRow, row_dict
-from simulator.scenarios import ScenarioError, load_scenario
+from simulator.scenarios import (
+    HASH_SEEDED,
+    OUR_ASSIGNORS,
+    PEER_ASSIGNORS,
+    ScenarioError,
+    load_scenario,
+)
 from simulator.spark import cli as spark_cli
 
-_ASSIGNORS = ("high_availability", "legacy_sticky", "fallback_prior", "roundrobin", "sticky")
+_ASSIGNORS = (*OUR_ASSIGNORS, *PEER_ASSIGNORS)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -77,7 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ScenarioError, FamilyError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    if scenario.assignor == "sticky" and "PYTHONHASHSEED" not in os.environ:
+    if scenario.assignor in HASH_SEEDED and "PYTHONHASHSEED" not in os.environ:
         _reexec_with_hash_seed(argv)
     result = replay(scenario, command=command)
     if args.json:

@@ -7,6 +7,7 @@ restore are counted against the state model at the instant of the decision.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 from assignor.adapter.streams_assignor import StreamsPartitionAssignor
 from assignor.topology.tasks import TaskLayout
 from protocol.ids import TaskId, TopicPartition
+from simulator.faust_peer import FAUST, read_faust_assignment
 from simulator.metrics import Ownership, Thread, ownership_from_partitions
 from simulator.state import StateModel
 
@@ -57,24 +59,27 @@ def read_decision(
     warmups, followup = 0, ""
     if isinstance(inner, StreamsPartitionAssignor) and inner.last_leader is not None:
         result = inner.last_leader.result
-        active = {threads[m]: frozenset(r.info.active_tasks) for m, r in result.members.items()}
-        standby = {threads[m]: frozenset(r.info.standby_tasks)
-                   for m, r in result.members.items()}
-        parts = {threads[m]: frozenset(r.partitions) for m, r in result.members.items()}
-        ownership = Ownership(active, standby, parts)
+        active = {m: frozenset(r.info.active_tasks) for m, r in result.members.items()}
+        standby = {m: frozenset(r.info.standby_tasks) for m, r in result.members.items()}
+        parts = {m: frozenset(r.partitions) for m, r in result.members.items()}
+        ownership = Ownership(active, standby, parts, dict(threads))
         assignor = result.assignor or "error"
         version = result.used_version
         if result.task_assignment is not None:
             warmups = sum(len(w) for w in result.task_assignment.warmups.values())
         followup = result.followup
     else:
-        parts_of: dict[Thread, list[TopicPartition]] = {}
+        parts_of: dict[str, list[TopicPartition]] = {}
+        standbys: dict[str, frozenset[TaskId]] = {}
         for member_id, answer in answers.items():
+            if getattr(inner, "name", None) == FAUST:
+                parts_of[member_id], standbys[member_id] = read_faust_assignment(answer, layout)
+                continue
             partitions = answer.partitions() if hasattr(answer, "partitions") else []
-            parts_of[threads[member_id]] = [
-                TopicPartition(topic, p) for topic, p in partitions
-            ]
-        ownership = ownership_from_partitions(parts_of, layout.tasks)
+            parts_of[member_id] = [TopicPartition(topic, p) for topic, p in partitions]
+        ownership = ownership_from_partitions(parts_of, layout.tasks, threads)
+        if standbys:
+            ownership = dataclasses.replace(ownership, standby=standbys)
     restore = 0
     before = previous.active_process() if previous is not None else {}
     for task, process in ownership.active_process().items():

@@ -40,6 +40,7 @@ from assignor.topology.tasks import TaskLayout
 from protocol.codec import Codec
 from protocol.ids import HostInfo, ProcessId, TaskId, TopicPartition
 from simulator.decisions import Decision, read_decision
+from simulator.faust_peer import FAUST, faust_limits, faust_topics
 from simulator.hosting import (
     HostedAssignor,
     SimulatedProcess,
@@ -79,7 +80,7 @@ from simulator.shim import (
     VirtualClock,
 )
 from simulator.state import StateModel
-from simulator.summary import rebalance_history, scenario_row
+from simulator.summary import rebalance_history, replay_command, scenario_row
 
 #: Namespace of the process ids of dynamic simulated processes (static ones use the adapter's).
 _SIM_NAMESPACE = uuid.UUID("0b5e6c1e-7d4a-5c57-8a8e-51a1c0de0013")
@@ -132,6 +133,10 @@ class Replay:
         self._ours = scenario.assignor in OUR_ASSIGNORS
         for sim in self.sims.values():
             self.state.add_process(sim.name, self._initial_behind(sim.spec))
+        self._topics: list[str] = sorted(self.topology.source_topics)
+        if scenario.assignor == FAUST:  # it subscribes to changelogs too; what it cannot say
+            self._topics = faust_topics(self.topology)
+            self.notes.extend(faust_limits(scenario))
 
     # -- world --------------------------------------------------------------------------------
     def _layout(self) -> tuple[TaskLayout, ClusterMetadata]:
@@ -155,16 +160,17 @@ class Replay:
     def advance(self) -> None:
         self.state.advance(self.clock.time())
 
-    def refresh_end_offsets(self, process: StreamsProcess) -> None:
+    def refresh_end_offsets(self, process: StreamsProcess, *, force: bool = False) -> None:
         """What the adapter's rebalance listener does before every join: refresh the process's
-        changelog end-offset snapshot unless it is younger than the adapter's maximum age.
+        changelog end-offset snapshot unless it is younger than the adapter's maximum age
+        (``force``: whatever its age, for the leader's fetch inside ``HostedAssignor.assign``).
 
         One read-only snapshot per virtual instant is shared by every process (nothing in the
         adapter mutates it): building and copying thousands of offsets per consumer cost more
         than the assignor on groups of hundreds of members."""
         now_ms = int(self.clock.time() * 1000)
         fetched = process.end_offsets_fetched_at_ms
-        if (fetched is not None and process.changelog_end_offsets is not None
+        if (not force and fetched is not None and process.changelog_end_offsets is not None
                 and now_ms - fetched < DEFAULT_END_OFFSETS_MAX_AGE_MS):
             return
         key = (now_ms, id(self.layout))
@@ -188,6 +194,8 @@ class Replay:
         self.advance()
         spec, clock = sim.spec, self.clock
         sim.up = True
+        sim.incarnation += 1
+        sim.paused_until = None
         sim.members, sim.hosted = [], []
         sim.process = None
         if self._ours:
@@ -211,7 +219,7 @@ class Replay:
             if sim.process is not None:
                 inner: Any = sim.process.new_assignor()
             else:
-                inner = peer_assignor(self.scenario.assignor, f"{sim.name}_{thread}")
+                inner = peer_assignor(self.scenario, self.topology, spec, thread)
             hosted = HostedAssignor(self, sim, thread, inner)
             sim.hosted.append(hosted)
             sim.members.append(self._member(hosted, f"{sim.name}-{thread}", instance))
@@ -241,17 +249,23 @@ class Replay:
         with new ``ShimMember`` sessions: a static member takes its place back without a
         rebalance, as in aiokafka, but a dynamic one joins as a new member (one rebalance more
         than aiokafka, whose consumer would resume heartbeating under its old id if the pause
-        was shorter than the session timeout)."""
-        if not sim.up:
+        was shorter than the session timeout). A pause while paused extends the pause to the
+        later end; a pause resumes nothing once its incarnation was stopped or restarted."""
+        if not sim.up or not sim.begin_pause(self.clock.time() + duration_s):
             return
+        incarnation = sim.incarnation
         self.advance()
         for member in sim.members:
             await crash(member)
         self.state.stop(sim.name)
-        await self.clock.sleep(duration_s)
-        self.advance()
-        if not sim.up:
+        for _ in range(len(self.scenario.events) + 1):  # each later pause extends it once
+            if sim.paused_until is None or self.clock.time() >= sim.paused_until:
+                break
+            await self.clock.sleep(sim.paused_until - self.clock.time())
+        if not sim.up or sim.incarnation != incarnation:
             return
+        sim.paused_until = None
+        self.advance()
         sim.members = [
             self._member(hosted, old.client_id, old.group_instance_id)
             for old, hosted in zip(sim.members, sim.hosted, strict=True)
@@ -263,9 +277,10 @@ class Replay:
         return start_member(
             hosted,
             self.coordinator,
-            self.topology,
+            self._topics,
             self.cluster,
             self.scenario.timeouts,
+            group_id=self.topology.application_id,
             client_id=client_id,
             instance=instance,
         )
@@ -475,18 +490,6 @@ class Replay:
             wall_s=wall_s,
         )
         return ReplayResult(self.scenario, history.rows, summary, history.violations, self.journal)
-
-
-def replay_command(scenario: Scenario, path: str | None = None) -> str:
-    """The command line that replays ``scenario``: its family and seed, or its file."""
-    origin = scenario.origin
-    if "family" in origin:
-        given = sorted(origin.get("params", {}).items())
-        params = " ".join(f"--param {k}={v}" for k, v in given if k != "assignor")
-        return (f"python -m simulator run --family {origin['family']} --seed {scenario.seed} "
-                f"--assignor {scenario.assignor}" + (f" {params}" if params else ""))
-    where = path or f"<file of scenario {scenario.name}>"
-    return f"python -m simulator run --scenario {where}"
 
 
 def replay(scenario: Scenario, *, command: str | None = None) -> ReplayResult:

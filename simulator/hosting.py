@@ -26,8 +26,9 @@ from assignor.adapter.streams_assignor import StreamsPartitionAssignor
 from assignor.topology.model import Topology
 from assignor.topology.tasks import TaskLayout
 from protocol.ids import TaskId
+from simulator.faust_peer import FAUST, faust_assignor, read_faust_assignment
 from simulator.metrics import ownership_from_partitions
-from simulator.scenarios import GroupTimeouts, ProcessSpec
+from simulator.scenarios import GroupTimeouts, ProcessSpec, Scenario
 from simulator.shim import GroupCoordinator, ShimMember, VirtualClock
 from simulator.state import StateModel
 
@@ -44,7 +45,7 @@ class Simulation(Protocol):
 
     def advance(self) -> None: ...
 
-    def refresh_end_offsets(self, process: StreamsProcess) -> None: ...
+    def refresh_end_offsets(self, process: StreamsProcess, *, force: bool = False) -> None: ...
 
     def record_decision(
         self,
@@ -68,10 +69,24 @@ class SimulatedProcess:
         self.up = False
         #: bumped when the disk is wiped: a dynamic process id lives in the state directory
         self.disk_generation = 0
+        #: bumped by every start: a pause resumes only the incarnation it paused
+        self.incarnation = 0
+        #: virtual time a pause in progress ends at (None: not paused); overlapping pauses
+        #: extend it rather than stacking resumes
+        self.paused_until: float | None = None
 
     @property
     def name(self) -> str:
         return self.spec.name
+
+    def begin_pause(self, until: float) -> bool:
+        """Pause until ``until``; if a pause is in progress, extend it instead and say False
+        (that pause's resume is the one that will happen)."""
+        if self.paused_until is not None:
+            self.paused_until = max(self.paused_until, until)
+            return False
+        self.paused_until = until
+        return True
 
 
 class HostedAssignor:
@@ -98,6 +113,15 @@ class HostedAssignor:
         return self.inner.metadata(topics)
 
     def assign(self, cluster: ClusterMetadata, members: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The leader's assignment, with changelog end offsets as of now, as Kafka's leader
+        fetches them inside ``assign()``: the snapshot from the leader's own join predates the
+        other members' subscriptions (they join up to a heartbeat later, their actives still
+        writing), so a warm-up's offset sum could exceed it, and Kafka's lag rule (an offset sum
+        beyond the end is corrupt state: lag = the whole end sum) would never let it finish."""
+        process = self.sim.process
+        if process is not None:
+            self._replay.advance()
+            self._replay.refresh_end_offsets(process, force=True)
         began = time.perf_counter()
         answers = self.inner.assign(cluster, members)
         elapsed_ms = (time.perf_counter() - began) * 1000.0
@@ -117,10 +141,13 @@ class HostedAssignor:
             standby: Iterable[TaskId] = received.standby_tasks
             self._reschedule_followup(inner)
         else:
-            owned = ownership_from_partitions(
-                {(self.sim.name, self.thread): assignment.partitions()}, replay.layout.tasks
-            )
-            active, standby = owned.active[(self.sim.name, self.thread)], ()
+            parts: Iterable[Any] = assignment.partitions()
+            if self.name == FAUST:
+                parts, standby = read_faust_assignment(assignment, replay.layout)
+            else:
+                standby = ()
+            owned = ownership_from_partitions({"": parts}, replay.layout.tasks, {})
+            active = owned.active[""]
         replay.state.assign(self.sim.name, self.thread, active, standby)
 
     def _reschedule_followup(self, inner: StreamsPartitionAssignor) -> None:
@@ -183,7 +210,12 @@ async def stop_member(member: ShimMember, *, graceful: bool) -> None:
 async def crash(member: ShimMember) -> None:
     await stop_member(member, graceful=False)
 
-def peer_assignor(name: str, member_name: str) -> Any:
+def peer_assignor(scenario: Scenario, topology: Topology, spec: ProcessSpec, thread: int) -> Any:
+    """The assignor of thread ``thread`` of ``spec`` for a peer scenario (not ours)."""
+    name, member_name = scenario.assignor, f"{spec.name}_{thread}"
+    if name == FAUST:
+        replicas = scenario.assignor_config(spec).num_standby_replicas
+        return faust_assignor(topology, f"{spec.name}-{thread}", replicas)
     if name == "roundrobin":
         return RoundRobinPartitionAssignor
     # aiokafka's sticky assignor keeps its state on the class (aio-libs/aiokafka#1175)
@@ -194,19 +226,21 @@ def peer_assignor(name: str, member_name: str) -> Any:
 def start_member(
     hosted: HostedAssignor,
     coordinator: GroupCoordinator,
-    topology: Topology,
+    topics: Iterable[str],
     cluster: ClusterMetadata,
     timeouts: GroupTimeouts,
     *,
+    group_id: str,
     client_id: str,
     instance: str | None,
 ) -> ShimMember:
-    """A started consumer session around ``hosted`` (bound for follow-up rebalances)."""
+    """A started consumer session around ``hosted``, subscribed to ``topics`` in the group
+    ``group_id`` (bound for follow-up rebalances)."""
     member = ShimMember(
         coordinator,
-        group_id=topology.application_id,
+        group_id=group_id,
         assignors=[hosted],
-        topics=sorted(topology.source_topics),
+        topics=sorted(topics),
         cluster=cluster,
         client_id=client_id,
         group_instance_id=instance,

@@ -22,45 +22,62 @@ from protocol.ids import TaskId, TopicPartition
 
 #: A thread of a simulated process: (process name, thread index).
 Thread = tuple[str, int]
+#: A consumer's member id, as the coordinator hands it out.
+MemberId = str
 
 
 @dataclass(frozen=True, slots=True)
 class Ownership:
-    """One generation's decision: what every thread got (partition-level view included)."""
+    """One generation's decision: what every member got (partition-level view included).
 
-    active: Mapping[Thread, frozenset[TaskId]]
-    standby: Mapping[Thread, frozenset[TaskId]]
-    partitions: Mapping[Thread, frozenset[TopicPartition]]
+    Keyed by member id, as aiokafka's assignments are: one thread can have two members in one
+    generation (an incarnation that left without a LeaveGroup stays until its session times out,
+    next to the one that replaced it), and keyed by thread they overwrote each other.
+    ``threads`` names the thread behind each member."""
+
+    active: Mapping[MemberId, frozenset[TaskId]]
+    standby: Mapping[MemberId, frozenset[TaskId]]
+    partitions: Mapping[MemberId, frozenset[TopicPartition]]
+    threads: Mapping[MemberId, Thread]
     #: tasks whose partitions are spread over several members (partition-level assignors)
     split: frozenset[TaskId] = frozenset()
 
-    def active_owners(self) -> dict[TaskId, list[Thread]]:
-        owners: dict[TaskId, list[Thread]] = {}
-        for thread in sorted(self.active):
-            for task in sorted(self.active[thread]):
-                owners.setdefault(task, []).append(thread)
+    def thread(self, member: MemberId) -> Thread:
+        return self.threads.get(member, (f"?{member}", 0))
+
+    def process(self, member: MemberId) -> str:
+        return self.thread(member)[0]
+
+    def active_owners(self) -> dict[TaskId, list[MemberId]]:
+        """Task -> its active members, in thread order (then member id)."""
+        owners: dict[TaskId, list[MemberId]] = {}
+        for member in sorted(self.active, key=lambda m: (self.thread(m), m)):
+            for task in sorted(self.active[member]):
+                owners.setdefault(task, []).append(member)
         return owners
 
     def active_process(self) -> dict[TaskId, str]:
         """Task -> the process that runs it (the first, if a violation put it on two)."""
-        return {task: threads[0][0] for task, threads in self.active_owners().items()}
+        return {task: self.process(members[0]) for task, members in self.active_owners().items()}
 
     def standby_pairs(self) -> set[tuple[TaskId, str]]:
-        return {(task, thread[0]) for thread, tasks in self.standby.items() for task in tasks}
+        return {(task, self.process(member))
+                for member, tasks in self.standby.items() for task in tasks}
 
 
 def ownership_from_partitions(
-    partitions: Mapping[Thread, Iterable[TopicPartition]],
+    partitions: Mapping[MemberId, Iterable[TopicPartition]],
     tasks: Mapping[TaskId, tuple[TopicPartition, ...]],
+    threads: Mapping[MemberId, Thread],
 ) -> Ownership:
     """A partition-level assignment read as tasks: owned when one member holds all partitions."""
-    holder: dict[TopicPartition, Thread] = {}
-    held: dict[Thread, frozenset[TopicPartition]] = {}
-    for thread in sorted(partitions):
-        held[thread] = frozenset(partitions[thread])
-        for tp in held[thread]:
-            holder.setdefault(tp, thread)
-    active: dict[Thread, set[TaskId]] = {thread: set() for thread in held}
+    holder: dict[TopicPartition, MemberId] = {}
+    held: dict[MemberId, frozenset[TopicPartition]] = {}
+    for member in sorted(partitions, key=lambda m: (threads.get(m, ("", 0)), m)):
+        held[member] = frozenset(partitions[member])
+        for tp in held[member]:
+            holder.setdefault(tp, member)
+    active: dict[MemberId, set[TaskId]] = {member: set() for member in held}
     split: set[TaskId] = set()
     for task, task_partitions in tasks.items():
         owners = {holder.get(tp) for tp in task_partitions}
@@ -71,9 +88,10 @@ def ownership_from_partitions(
         elif len(owners - {None}) > 1:
             split.add(task)
     return Ownership(
-        active={t: frozenset(s) for t, s in active.items()},
-        standby={t: frozenset() for t in held},
+        active={m: frozenset(s) for m, s in active.items()},
+        standby={m: frozenset() for m in held},
         partitions=held,
+        threads=dict(threads),
         split=frozenset(split),
     )
 
@@ -107,9 +125,10 @@ def check_invariants(
         found.append(Violation(kind, generation, round(time_s, 6), detail, replay))
 
     owners = ownership.active_owners()
-    for task, threads in sorted(owners.items()):
-        if len(threads) > 1:
-            add("active_twice", f"task {task} is active on {_threads(threads)}")
+    for task, members in sorted(owners.items()):
+        if len(members) > 1:
+            add("active_twice", f"task {task} is active on "
+                                f"{_threads(ownership.thread(m) for m in members)}")
     unowned = sorted(task for task in tasks if task not in owners)
     if unowned:
         add("unowned", f"{len(unowned)} task(s) have no active owner: {_tasks(unowned)}")
@@ -122,8 +141,9 @@ def check_invariants(
         add("copartition_split", f"{len(ownership.split)} task(s) have their partitions on "
                                  f"several members: {_tasks(sorted(ownership.split))}")
     seen: dict[TopicPartition, Thread] = {}
-    for thread in sorted(ownership.partitions):
-        for tp in sorted(ownership.partitions[thread]):
+    for member in sorted(ownership.partitions, key=lambda m: (ownership.thread(m), m)):
+        thread = ownership.thread(member)
+        for tp in sorted(ownership.partitions[member]):
             if tp in seen:
                 add("partition_twice", f"partition {tp} is on {_threads([seen[tp], thread])}")
             seen[tp] = thread

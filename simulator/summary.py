@@ -175,7 +175,8 @@ def final_shape(
     balance_thread = max(per_thread) - min(per_thread) if per_thread else 0
     per_process: dict[str, int] = {}
     threads: dict[str, int] = {}
-    for (process, _), tasks in final.active.items():
+    for member, tasks in final.active.items():
+        process = final.process(member)
         per_process[process] = per_process.get(process, 0) + len(tasks)
         threads[process] = threads.get(process, 0) + 1
     loads = [per_process[p] / threads[p] for p in per_process]
@@ -199,4 +200,18 @@ def final_shape(
     return balance_thread, balance_process, coverage, spread
 
 
-__all__ = ["Decision", "History", "final_shape", "rebalance_history", "scenario_row"]
+def replay_command(scenario: Scenario, path: str | None = None) -> str:
+    """The command line that replays ``scenario``: its family and seed, or its file."""
+    origin = scenario.origin
+    if "family" in origin:
+        given = sorted(origin.get("params", {}).items())
+        params = " ".join(f"--param {k}={v}" for k, v in given if k != "assignor")
+        return (f"python -m simulator run --family {origin['family']} --seed {scenario.seed} "
+                f"--assignor {scenario.assignor}" + (f" {params}" if params else ""))
+    where = path or f"<file of scenario {scenario.name}>"
+    return f"python -m simulator run --scenario {where}"
+
+
+__all__ = [
+    "Decision", "History", "final_shape", "rebalance_history", "replay_command", "scenario_row",
+]

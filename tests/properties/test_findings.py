@@ -58,7 +58,8 @@ def _scale_out(version: int) -> dict[str, Any]:
                    if g in {r.generation for r in replay.journal.stable(sim.group)})
         decision = replay.decisions[last]
         per_process: dict[str, int] = {}
-        for (process, _), tasks in decision.ownership.active.items():
+        for member, tasks in decision.ownership.active.items():
+            process = decision.ownership.process(member)
             per_process[process] = per_process.get(process, 0) + len(tasks)
         return {"active": per_process, "followup": decision.followup,
                 "version": decision.protocol_version}

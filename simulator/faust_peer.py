@@ -1,0 +1,135 @@
+"""Faust's ``PartitionAssignor`` (faust-streaming) as a peer in the engine's scenarios.
+
+Faust ships as the optional ``bench`` extra (also in ``dev``, so the tests and CI have it);
+nothing here imports it until a scenario asks for the ``faust`` assignor. Each simulated consumer
+runs a real ``faust.assignor.PartitionAssignor`` over a real ``faust.App`` holding one table per
+changelog of the topology, called by the shim exactly as aiokafka calls it, bytes included.
+
+Faust's model, and what it cannot say about a scenario (:func:`faust_limits`, recorded in the
+scenario row's note rather than forced):
+
+- a Faust worker has one consumer: a process of N threads runs here as N workers, each with its
+  own URL (the capacity is the same; the assignor does not know they share a host);
+- no client-tag awareness (Kafka's ``rack.aware.assignment.tags``): tags are ignored (a process's
+  rack is where it runs, which Faust's model has too: losing a rack still crashes its workers);
+- no protocol versions or version probing: an upgrade is a plain restart;
+- no local-state report and no warm-ups: it is sticky to each worker's previous assignment only;
+- a table's changelog is ``<app id>-<table>-changelog``: a changelog named otherwise (a source
+  topic reused as changelog) is not a Faust table, so nothing stands by for it.
+
+A worker subscribes to the source topics and the changelogs, as a Faust worker does; Faust groups
+topics of equal partition count subscribed by the same workers as copartitioned. Its assignment
+carries, in compressed JSON user data, actives and standbys per topic: the active source
+partitions give task ownership (a task is owned when one member holds all its partitions, as for
+every partition-level peer), a standby changelog partition gives the task a standby.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from assignor.topology.model import Topology
+from assignor.topology.tasks import TaskLayout
+from protocol.ids import TaskId, TopicPartition
+from simulator.scenarios import Scenario, UpgradeEvent
+
+#: The engine's name for Faust's assignor.
+FAUST = "faust"
+_SUFFIX = "-changelog"
+#: One real faust.App per (application id, tables): creating one costs most of a second.
+_APPS: dict[tuple[str, tuple[str, ...]], Any] = {}
+
+
+def _tables(topology: Topology) -> dict[str, str]:
+    """Changelog topic -> Faust table name, for the changelogs Faust can name."""
+    prefix = f"{topology.application_id}-"
+    names: dict[str, str] = {}
+    for sub in topology.subtopologies:
+        for topic in sub.changelog_topics:
+            if topic.startswith(prefix) and topic.endswith(_SUFFIX):
+                names[topic] = topic[len(prefix):-len(_SUFFIX)]
+    return names
+
+
+def _app(topology: Topology) -> Any:
+    tables = tuple(sorted(set(_tables(topology).values())))
+    key = (topology.application_id, tables)
+    app = _APPS.get(key)
+    if app is None:
+        try:
+            import faust
+        except ImportError as exc:  # pragma: no cover - the dev extra installs it
+            raise RuntimeError(
+                "the faust assignor needs faust-streaming: pip install 'streams-assignor[bench]'"
+            ) from exc
+        app = faust.App(topology.application_id, broker="kafka://127.0.0.1:9")
+        for table in tables:
+            app.Table(table, default=int)
+        _APPS[key] = app
+    return app
+
+
+def faust_assignor(topology: Topology, worker: str, replicas: int) -> Any:
+    """A new ``PartitionAssignor`` for worker ``worker`` (a starting worker's: no history),
+    standing ``replicas`` standbys by, as ``table_standby_replicas`` sets."""
+    from faust.assignor.partition_assignor import PartitionAssignor
+    from yarl import URL
+
+    url = URL(f"http://{worker}:6066")
+
+    class WorkerAssignor(PartitionAssignor):
+        """The worker's own web URL: Faust names its workers by it (``canonical_url``)."""
+
+        @property
+        def _url(self) -> URL:
+            return url
+
+    return WorkerAssignor(_app(topology), replicas=replicas)
+
+
+def faust_topics(topology: Topology) -> list[str]:
+    """What a Faust worker subscribes to: the source topics and its tables' changelogs."""
+    return sorted({*topology.source_topics, *_tables(topology)})
+
+
+def read_faust_assignment(
+    assignment: Any, layout: TaskLayout
+) -> tuple[list[TopicPartition], frozenset[TaskId]]:
+    """One member's Faust assignment: its active task partitions, and the tasks it stands by for
+    (from the standby changelog partitions)."""
+    from faust.assignor.client_assignment import ClientMetadata
+    from faust.assignor.partition_assignor import PartitionAssignor
+
+    metadata = ClientMetadata.loads(PartitionAssignor._decompress(assignment.user_data))
+    sources = {tp for tps in layout.tasks.values() for tp in tps}
+    active = [TopicPartition(topic, p) for topic, parts in metadata.assignment.actives.items()
+              for p in parts if TopicPartition(topic, p) in sources]
+    task_of = {tp: task for task, tps in layout.changelogs.items() for tp in tps}
+    standby = frozenset(task_of[TopicPartition(topic, p)]
+                        for topic, parts in metadata.assignment.standbys.items()
+                        for p in parts if TopicPartition(topic, p) in task_of)
+    return sorted(active), standby
+
+
+def faust_limits(scenario: Scenario) -> list[str]:
+    """What of the scenario Faust's model cannot express (empty if nothing): the row's note."""
+    topology, specs = scenario.build_topology(), scenario.processes
+    limits: list[str] = []
+    most = max((s.threads for s in specs), default=1)
+    if most > 1:
+        limits.append(f"faust: one consumer per worker, processes of up to {most} threads run "
+                      "as that many workers")
+    if any(s.tags for s in specs):
+        limits.append("faust: no client-tag awareness, tags ignored")
+    upgrades = any(isinstance(e, UpgradeEvent) for e in scenario.events)
+    if upgrades or len({s.protocol_version for s in specs}) > 1:
+        limits.append("faust: no protocol versions, upgrades are plain restarts")
+    named = set(_tables(topology))
+    unnamed = sorted({t for s in topology.subtopologies for t in s.changelog_topics} - named)
+    if unnamed:
+        limits.append(f"faust: changelogs {', '.join(unnamed)} are not Faust tables "
+                      "(<app>-<table>-changelog), no standbys for them")
+    return limits
+
+
+__all__ = ["FAUST", "faust_assignor", "faust_limits", "faust_topics", "read_faust_assignment"]
