@@ -270,8 +270,8 @@ class GroupMachine(RuleBasedStateMachine):
         self._check_version(decision.protocol_version, why)
         self._check_convergence(why, bound)
         if self.assignor == "high_availability" and (decision.protocol_version or 0) >= 2:
-            # a v1 assignment cannot carry the probing follow-up: see
-            # test_findings.py::test_a_v1_group_promotes_its_warm_ups
+            # a v1 assignment cannot carry the probing follow-up, as Kafka's versions 1-6
+            # cannot: test_findings.py::test_a_v1_group_keeps_its_warm_ups_until_something_...
             self._check_balance(ownership, why)
         elif self.assignor == "legacy_sticky":
             self._check_legacy_balance(ownership, why)
@@ -535,8 +535,8 @@ class GroupMachine(RuleBasedStateMachine):
         # Kafka's legacy sticky assignor keeps previous actives only up to floor(tasks /
         # threads) per thread, so an assignment that grew past that (after partitions were
         # added) is trimmed by the next rebalance: exact stickiness is the HA assignor's.
-        # At v1 the probing follow-up is lost (test_findings), so a "settled" v1 group may
-        # still hold a warm-up that this rebalance promotes.
+        # At v1 the probing follow-up does not travel (as in Kafka, test_findings), so a
+        # "settled" v1 group may still hold a warm-up that this rebalance promotes.
         decision = self._last_decision()
         sticky = self.assignor == "high_availability" and (
             decision is not None and (decision.protocol_version or 0) >= 2)
