@@ -44,6 +44,7 @@ from simulator.hosting import (
     HostedAssignor,
     SimulatedProcess,
     crash,
+    force_rejoin,
     peer_assignor,
     start_member,
     stop_member,
@@ -304,6 +305,8 @@ class Replay:
             self._later(0.0, lambda: self.pause(sim, event.duration_s))
         elif isinstance(event, AddPartitionsEvent):
             self._add_partitions(event.topics)
+        elif event.kind == "rejoin":
+            force_rejoin(self.coordinator, self.sims[event.process], event.by)
         elif isinstance(event, LoseTagEvent):
             for sim in self.sims.values():
                 spec = sim.spec
