@@ -42,12 +42,13 @@ from hypothesis.stateful import (
     precondition,
     rule,
 )
-from simulator.engine import Replay
 
+from assignor.leader.model import LeaderResult
 from assignor.testing import Group, configs, groups, topologies
 from assignor.topology.internal_topics import InternalTopics, size_internal_topics
 from protocol.codec import LATEST_VERSION
 from protocol.ids import TaskId
+from simulator.engine import Replay
 from simulator.metrics import Ownership, check_invariants
 from simulator.scenarios import (
     AddPartitionsEvent,
@@ -61,6 +62,7 @@ from simulator.scenarios import (
     UpgradeEvent,
     scenario_from_data,
 )
+from tests.properties.moves import unforced_moves
 
 T = TypeVar("T")
 
@@ -88,6 +90,9 @@ class SteppedReplay:
         self.scenario = scenario
         self.replay = Replay(scenario, command="python -m simulator run --scenario <events.json>")
         self.clock = self.replay.clock
+        #: generation -> the leader's ``LeaderResult`` (our assignor's decisions only)
+        self.leader_results: dict[int, LeaderResult] = {}
+        self._keep_leader_results()
         self.group = self.replay.topology.application_id
         self.events: list[Event] = []
         #: the time of the last event (convergence is counted from there)
@@ -99,6 +104,21 @@ class SteppedReplay:
                     self.replay.start(sim)
 
         self.run(start())
+
+    def _keep_leader_results(self) -> None:
+        """The engine keeps the ownership of each decision; the move bound (``moves``) also
+        needs the leader's input, which ``assign()`` leaves on the adapter until the next
+        generation: take it as the engine records the decision."""
+        replay = self.replay
+        record = replay.record_decision
+
+        def keep(hosted: Any, generation: int, *args: Any, **kwargs: Any) -> None:
+            record(hosted, generation, *args, **kwargs)
+            last = getattr(hosted.inner, "last_leader", None)
+            if last is not None:
+                self.leader_results[generation] = last.result
+
+        replay.record_decision = keep  # type: ignore[method-assign]
 
     def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
         return self.clock.run(coroutine)
@@ -315,6 +335,7 @@ class GroupMachine(RuleBasedStateMachine):
                 violations = [v for v in violations if v.kind != "unowned"]
             if violations:
                 raise self._fail(f"generation {record.generation}: {violations}")
+            self._check_moves(record.generation)
             # A leader on an older build reads newer subscriptions as version headers only and
             # counts all those members as one client (Kafka's FUTURE_ID) until version probing
             # has everyone on its version: standby counts hold from the next generation.
@@ -323,6 +344,18 @@ class GroupMachine(RuleBasedStateMachine):
                     max(builds, default=0) <= self.replay.sims[decision.leader[0]].version):
                 self._check_standbys(decision.ownership, decision.processes, decision.tasks,
                                      record.generation)
+
+    def _check_moves(self, generation: int) -> None:
+        """The bound on active moves per membership change (``tests/properties/moves.py``): a
+        process that stays, is caught up and is the task's balanced target keeps it."""
+        assert self.sim is not None
+        result = self.sim.leader_results.get(generation)
+        if result is None:
+            return
+        lag = self.replay.scenario.assignor_config().acceptable_recovery_lag
+        moved = unforced_moves(result, lag)
+        if moved:
+            raise self._fail(f"generation {generation}: moves balance did not force: {moved}")
 
     def _check_standbys(self, ownership: Ownership, processes: int, tasks: Iterable[TaskId],
                         generation: int) -> None:

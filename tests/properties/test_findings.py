@@ -166,6 +166,15 @@ def _all_on_one_process(result: TaskAssignment) -> TaskAssignment:
                                probing_rebalance_needed=False)
 
 
+def _rotate_actives(result: TaskAssignment) -> TaskAssignment:
+    """Each client runs the next client's actives, and its standbys are dropped (they could
+    now sit beside their active): the counts per client stay, stickiness goes."""
+    pids = sorted(result.clients, key=lambda p: p.sort_key)
+    clients = {pid: result.clients[pid].with_assignment(
+        result.clients[pids[(i + 1) % len(pids)]].active, ()) for i, pid in enumerate(pids)}
+    return dataclasses.replace(result, clients=clients)
+
+
 @pytest.fixture
 def quiet() -> Iterator[None]:
     logging.disable(logging.WARNING)
@@ -177,6 +186,7 @@ def quiet() -> Iterator[None]:
     (_drop_one_active, "unowned"),
     (_drop_standbys, "wanted"),
     (_all_on_one_process, "unbalanced|wanted"),  # its standbys are gone too
+    (_rotate_actives, "balance did not force"),
 ])
 def test_the_machine_catches_a_broken_assignor(
     monkeypatch: pytest.MonkeyPatch, quiet: None, mutation: Any, message: str
