@@ -3,9 +3,10 @@
 One example is one run of the engine's :class:`simulator.engine.Replay`: the coordinator shim on a
 virtual clock, every process a real ``StreamsProcess`` whose ``StreamsPartitionAssignor``s sit in
 shim members, local state from the engine's ``StateModel``. Rules are the engine's scenario events
-(:mod:`simulator.scenarios`) applied one at a time, plus a forced rejoin and waiting; after every
-rule the machine checks every generation that became stable (the engine's ``check_invariants``
-and the standby rules), and whenever it lets the group settle it checks what holds once the
+(:mod:`simulator.scenarios`, forced rejoins included) applied one at a time, plus waiting; after
+every rule the machine checks every generation that became stable (the engine's
+``check_invariants``, the standby rules and the bound on moves of ``tests/properties/moves.py``
+for every generation the HA assignor decided), and whenever it lets the group settle it checks what holds once the
 group is stable: live owners only, balance, stickiness, convergence within Kafka's bound and the
 common protocol version.
 
@@ -31,7 +32,7 @@ import asyncio
 import json
 from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from hypothesis import note
 from hypothesis import strategies as st
@@ -57,6 +58,7 @@ from simulator.scenarios import (
     JoinEvent,
     LeaveEvent,
     PauseEvent,
+    RejoinEvent,
     RestartEvent,
     Scenario,
     UpgradeEvent,
@@ -559,10 +561,11 @@ class GroupMachine(RuleBasedStateMachine):
         if not self.replay.settled():
             return
         before, live_before = self.settled_at
-        members = self.sim.live_members()
-        member = data.draw(st.sampled_from(members))
-        note(f"t={self.sim.clock.time():.3f}s request_rejoin {member.name}")
-        member.request_rejoin()
+        live = self._names(up=True)
+        if not live:
+            return
+        name = data.draw(st.sampled_from(live))
+        self.sim.apply(lambda at: RejoinEvent(at=at, process=name, by="member"))
         self._settle_and_check("rebalance")
         after, live_after = self.settled_at
         # Kafka's legacy sticky assignor keeps previous actives only up to floor(tasks /
@@ -578,6 +581,16 @@ class GroupMachine(RuleBasedStateMachine):
             moved = sorted(str(t) for t, p in after.active_process().items()
                            if before.active_process().get(t) != p)
             raise self._fail(f"rebalance with nothing changed moved active tasks {moved}")
+
+    @rule(data=st.data(), by=st.sampled_from(["member", "coordinator"]))
+    def forced_rejoin(self, data: st.DataObject, by: Literal["member", "coordinator"]) -> None:
+        """A process rejoins at any moment, mid-rebalance included: its assignor asks for it
+        (``member``), or an operator removes its members from the group (``coordinator``) and
+        they join again as new members once a heartbeat tells them."""
+        live = self._names(up=True)
+        if live:
+            name = data.draw(st.sampled_from(live))
+            self._event(lambda at: RejoinEvent(at=at, process=name, by=by), data)
 
     def _event(self, make: Callable[[float], Event], data: st.DataObject) -> None:
         assert self.sim is not None
