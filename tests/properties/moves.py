@@ -21,10 +21,10 @@ That is "a process that stays and is caught up keeps its active tasks unless bal
 move", with "balance" made precise as ``B``. The bound on moves per membership change follows:
 the stateful actives that change process are among the tasks whose previous owner left, or was
 not caught up, or is not their balanced target, so a change moves at most
-``|{t : prev(t) gone}| + |{t : prev(t) behind}| + |{t : B(t) != prev(t)}|`` of them. It is *not* "the
-survivors keep everything they can": ``B`` is recomputed from the new membership, so a join or
-a departure can move tasks between caught-up survivors (Kafka does the same; stateless tasks
-have no stickiness at all, they go to the least-loaded client).
+``|{t : prev(t) gone}| + |{t : prev(t) behind}| + |{t : B(t) != prev(t)}|`` of them.
+It is *not* "the survivors keep everything they can": ``B`` is recomputed from the new
+membership, so a join or a departure can move tasks between caught-up survivors (Kafka does the
+same; stateless tasks have no stickiness at all, they go to the least-loaded client).
 
 The check reads only the leader's own input and output (``LeaderResult.clients_before`` and
 ``task_assignment``), so it holds for every generation the HA assignor decided, version-probing
