@@ -47,6 +47,7 @@ from hypothesis.stateful import (
 from assignor.leader.model import LeaderResult
 from assignor.testing import Group, configs, groups, topologies
 from assignor.topology.internal_topics import InternalTopics, size_internal_topics
+from protocol._limits import MAX_OFFSET_SUMS, MAX_SUBSCRIPTION_BYTES
 from protocol.codec import LATEST_VERSION
 from protocol.ids import TaskId
 from simulator.engine import Replay
@@ -65,6 +66,7 @@ from simulator.scenarios import (
     scenario_from_data,
 )
 from tests.properties.moves import unforced_moves
+from tests.properties.padding import offset_sums, pad_subscriptions, size_in_bytes
 
 T = TypeVar("T")
 
@@ -221,6 +223,8 @@ class GroupMachine(RuleBasedStateMachine):
     """
 
     assignor = "high_availability"
+    #: whether ``send_a_subscription_at_its_limit`` may run (costly: see its docstring)
+    pad_at_limits = False
 
     def __init__(self) -> None:
         super().__init__()
@@ -592,6 +596,24 @@ class GroupMachine(RuleBasedStateMachine):
             name = data.draw(st.sampled_from(live))
             self._event(lambda at: RejoinEvent(at=at, process=name, by=by), data)
 
+    @precondition(lambda self: self.pad_at_limits)
+    @rule(data=st.data(), limit=st.sampled_from(["offset sums", "bytes"]))
+    def send_a_subscription_at_its_limit(self, data: st.DataObject, limit: str) -> None:
+        """A process's consumers pad their subscriptions to exactly 65,536 offset sums or
+        exactly 2 MiB (v3) with sums for tasks that do not exist, until it restarts: every
+        invariant still holds (``tests/properties/padding.py``; the replayed scenario runs
+        without the padding, which is not an engine event). Decoding such a subscription
+        takes the leader ~0.3 s per rebalance, so only :class:`LimitsMachine` has this rule."""
+        live = self._names(up=True)
+        if live:
+            name = data.draw(st.sampled_from(live))
+            pad = (offset_sums(MAX_OFFSET_SUMS) if limit == "offset sums"
+                   else size_in_bytes(MAX_SUBSCRIPTION_BYTES))
+            note(f"{name} pads its subscriptions to the limit on {limit}")
+            assert self.sim is not None
+            pad_subscriptions(self.sim, name, pad)
+            self._event(lambda at: RejoinEvent(at=at, process=name, by="member"), data)
+
     def _event(self, make: Callable[[float], Event], data: st.DataObject) -> None:
         assert self.sim is not None
         self.settled_at = None
@@ -614,3 +636,8 @@ class LegacyStickyMachine(GroupMachine):
     def start(self, group: Group, seed: int) -> None:
         self._start(group, seed)
 
+
+class LimitsMachine(HighAvailabilityMachine):
+    """The HA machine with members that send subscriptions at the decoder's limits."""
+
+    pad_at_limits = True

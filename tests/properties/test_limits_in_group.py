@@ -20,17 +20,15 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Iterator
-from typing import Any
 
-import msgpack
 import pytest
-from aiokafka.coordinator.protocol import ConsumerProtocolMemberMetadata
 
 from protocol import AssignorError
 from protocol._limits import MAX_MEMBER_TASKS, MAX_OFFSET_SUMS, MAX_SUBSCRIPTION_BYTES
 from simulator.scenarios import JoinEvent, RejoinEvent, scenario_from_data
 from tests.properties import group_machine
 from tests.properties.group_machine import SteppedReplay
+from tests.properties.padding import offset_sums, pad_subscriptions, size_in_bytes
 from tests.properties.test_findings import ONE_STORE
 
 DEEP = os.environ.get("HYPOTHESIS_PROFILE") == "deep"
@@ -45,58 +43,6 @@ def _quiet(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     logging.disable(logging.ERROR)
     yield
     logging.disable(logging.NOTSET)
-
-
-def _sums(tree: list[Any]) -> int:
-    """Offset sums in a v3 subscription tree's groups ``[topology, subtopology, p0, s0, ...]``."""
-    return sum((len(group) - 2) // 2 for group in tree[5])
-
-
-def offset_sums(total: int) -> Callable[[bytes], bytes]:
-    """Pad a v3 subscription to ``total`` offset sums with ghost tasks (subtopology 99, dense
-    delta-coded partitions)."""
-
-    def pad(data: bytes) -> bytes:
-        tree = msgpack.unpackb(data, raw=False)
-        missing = total - _sums(tree)
-        tree[5] = [*tree[5], [None, 99, 0, 5, *([1, 5] * (missing - 1))]]
-        return msgpack.packb(tree, use_bin_type=True)  # type: ignore[no-any-return]
-
-    return pad
-
-
-def size_in_bytes(total: int) -> Callable[[bytes], bytes]:
-    """Pad a v3 subscription to exactly ``total`` bytes with ghost tasks of named topologies the
-    application does not have (names of 256-1,024 bytes: a constant 3-byte string header)."""
-
-    def pad(data: bytes) -> bytes:
-        tree = msgpack.unpackb(data, raw=False)
-        ghosts = [[f"ghost-{i:06d}-" + "x" * 300, 0, 0, 5]
-                  for i in range((total - len(data)) // 330 - 10)]
-        tree[5] = [*tree[5], *ghosts]
-        missing = total - len(msgpack.packb(tree, use_bin_type=True))
-        for ghost in ghosts:
-            step = min(missing, 1024 - len(ghost[0]))
-            ghost[0] += "y" * step
-            missing -= step
-        out: bytes = msgpack.packb(tree, use_bin_type=True)
-        assert len(out) == total
-        return out
-
-    return pad
-
-
-def _padding_process(sim: SteppedReplay, name: str, pad: Callable[[bytes], bytes]) -> None:
-    """Every consumer of ``name`` sends its own subscription, padded, from its next join on."""
-    for hosted in sim.replay.sims[name].hosted:
-        metadata = hosted.metadata
-
-        def padded(topics: Any, metadata: Any = metadata) -> ConsumerProtocolMemberMetadata:
-            sent = metadata(topics)
-            return ConsumerProtocolMemberMetadata(sent.version, sent.subscription,
-                                                  pad(sent.user_data))
-
-        hosted.metadata = padded  # type: ignore[method-assign]
 
 
 def _actives(sim: SteppedReplay) -> dict[str, int]:
@@ -125,7 +71,7 @@ def test_a_subscription_at_a_limit_is_served_and_one_beyond_is_refused_alone(
     }))
     try:
         assert sim.settle(600)
-        _padding_process(sim, "c", pad)
+        pad_subscriptions(sim, "c", pad)
         sim.apply(lambda at: RejoinEvent(at=at, process="c"))
         assert sim.settle(600), "the group did not settle"
         result = sim.leader_results[max(sim.leader_results)]
