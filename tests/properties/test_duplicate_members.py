@@ -36,7 +36,7 @@ from simulator.shim.requests import JoinGroupRequest, JoinGroupResponse
 from tests.assignor.leader.pipeline_support import check_served
 from tests.properties import group_machine
 from tests.properties.group_machine import SteppedReplay
-from tests.properties.test_findings import ONE_STORE
+from tests.properties.test_findings import ONE_STORE, actives_per_process
 
 FEW = settings(max_examples=max(10, settings().max_examples // 4))
 
@@ -153,11 +153,7 @@ def test_a_second_join_with_a_members_id_takes_its_place_until_the_session_expir
         gone = [r for r in stable if r.ended_at > began and victim not in r.members]
         assert gone
         # the end: three processes, two tasks each
-        last = replay.decisions[stable[-1].generation].ownership
-        per_process: dict[str, int] = {}
-        for (process, _), tasks in last.active.items():
-            per_process[process] = per_process.get(process, 0) + len(tasks)
-        assert per_process == {"a": 2, "b": 2, "c": 2}
+        assert actives_per_process(replay.decisions[stable[-1].generation]) == {"a": 2, "b": 2, "c": 2}
     finally:
         sim.close()
 

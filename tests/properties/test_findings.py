@@ -59,13 +59,13 @@ def _scale_out_sim(version: int) -> SteppedReplay:
     return sim
 
 
-def _last_stable_decision(sim: SteppedReplay) -> Any:
+def last_stable_decision(sim: SteppedReplay) -> Any:
     replay = sim.replay
     stable = {r.generation for r in replay.journal.stable(sim.group)}
     return replay.decisions[max(g for g in replay.decisions if g in stable)]
 
 
-def _actives(decision: Any) -> dict[str, int]:
+def actives_per_process(decision: Any) -> dict[str, int]:
     per_process: dict[str, int] = {}
     for (process, _), tasks in decision.ownership.active.items():
         per_process[process] = per_process.get(process, 0) + len(tasks)
@@ -76,8 +76,8 @@ def _scale_out(version: int) -> dict[str, Any]:
     """The scale-out story's outcome: actives per process and the last decision's follow-up."""
     sim = _scale_out_sim(version)
     try:
-        decision = _last_stable_decision(sim)
-        return {"active": _actives(decision), "followup": decision.followup,
+        decision = last_stable_decision(sim)
+        return {"active": actives_per_process(decision), "followup": decision.followup,
                 "version": decision.protocol_version}
     finally:
         sim.close()
@@ -115,14 +115,14 @@ def test_a_v1_group_keeps_its_warm_ups_until_something_else_rebalances_it() -> N
     sim = _scale_out_sim(1)
     try:
         replay = sim.replay
-        decision = _last_stable_decision(sim)
+        decision = last_stable_decision(sim)
         assert decision.protocol_version == 1
         # the leader asked for a probing rebalance...
         assert decision.followup.startswith("probing rebalance")
         # ...no member holds one (the v1 bytes have nowhere to put it)...
         assert not any(h.followup_pending for s in replay.sims.values() for h in s.hosted)
         # ...so a keeps every active, b holds caught-up warm-ups, and nothing moves on its own
-        assert _actives(decision) == {"a": 4, "b": 0}
+        assert actives_per_process(decision) == {"a": 4, "b": 0}
         warm = {t for (p, _), held in decision.ownership.standby.items() if p == "b"
                 for t in held}
         assert warm, "b holds no warm-up"
@@ -134,7 +134,7 @@ def test_a_v1_group_keeps_its_warm_ups_until_something_else_rebalances_it() -> N
         sim.live_members()[-1].request_rejoin()
         assert sim.settle(3600)
         assert max(replay.decisions) > generation
-        assert _actives(_last_stable_decision(sim)) == {"a": 2, "b": 2}
+        assert actives_per_process(last_stable_decision(sim)) == {"a": 2, "b": 2}
     finally:
         sim.close()
 

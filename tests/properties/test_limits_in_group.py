@@ -29,7 +29,7 @@ from simulator.scenarios import JoinEvent, RejoinEvent, scenario_from_data
 from tests.properties import group_machine
 from tests.properties.group_machine import SteppedReplay
 from tests.properties.padding import offset_sums, pad_subscriptions, size_in_bytes
-from tests.properties.test_findings import ONE_STORE
+from tests.properties.test_findings import ONE_STORE, actives_per_process, last_stable_decision
 
 DEEP = os.environ.get("HYPOTHESIS_PROFILE") == "deep"
 TIMEOUTS = {"session.timeout.ms": 10_000, "heartbeat.interval.ms": 1000,
@@ -43,15 +43,6 @@ def _quiet(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     logging.disable(logging.ERROR)
     yield
     logging.disable(logging.NOTSET)
-
-
-def _actives(sim: SteppedReplay) -> dict[str, int]:
-    replay = sim.replay
-    last = replay.journal.stable(sim.group)[-1].generation
-    per_process: dict[str, int] = {}
-    for (process, _), tasks in replay.decisions[last].ownership.active.items():
-        per_process[process] = per_process.get(process, 0) + len(tasks)
-    return per_process
 
 
 @pytest.mark.parametrize(("pad", "refused"), [
@@ -79,12 +70,12 @@ def test_a_subscription_at_a_limit_is_served_and_one_beyond_is_refused_alone(
         padded = sim.replay.sims["c"].members[0].member_id
         if refused is None:
             assert not result.rejected
-            assert _actives(sim) == {"a": 2, "b": 2, "c": 2}
+            assert actives_per_process(last_stable_decision(sim)) == {"a": 2, "b": 2, "c": 2}
         else:
             assert set(result.rejected) == {padded}
             assert refused in result.rejected[padded]
             assert result.members[padded].info.error_code is AssignorError.ASSIGNMENT_ERROR
-            assert _actives(sim) == {"a": 3, "b": 3, "c": 0}
+            assert actives_per_process(last_stable_decision(sim)) == {"a": 3, "b": 3, "c": 0}
             assert not result.followup  # nothing makes the refused member rejoin
     finally:
         sim.close()
