@@ -153,7 +153,8 @@ def test_a_second_join_with_a_members_id_takes_its_place_until_the_session_expir
         gone = [r for r in stable if r.ended_at > began and victim not in r.members]
         assert gone
         # the end: three processes, two tasks each
-        assert actives_per_process(replay.decisions[stable[-1].generation]) == {"a": 2, "b": 2, "c": 2}
+        last = replay.decisions[stable[-1].generation]
+        assert actives_per_process(last) == {"a": 2, "b": 2, "c": 2}
     finally:
         sim.close()
 
