@@ -599,8 +599,8 @@ class GroupMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.pad_at_limits)
     @rule(data=st.data(), limit=st.sampled_from(["offset sums", "bytes"]))
     def send_a_subscription_at_its_limit(self, data: st.DataObject, limit: str) -> None:
-        """A process's consumers pad their subscriptions to exactly 65,536 offset sums or
-        exactly 2 MiB (v3) with sums for tasks that do not exist, until it restarts: every
+        """A process's first consumer pads its subscription to exactly 65,536 offset sums or
+        exactly 2 MiB (v3) with sums of tasks that do not exist, until it restarts: every
         invariant still holds (``tests/properties/padding.py``; the replayed scenario runs
         without the padding, which is not an engine event). Decoding such a subscription
         takes the leader ~0.3 s per rebalance, so only :class:`LimitsMachine` has this rule."""
@@ -638,6 +638,14 @@ class LegacyStickyMachine(GroupMachine):
 
 
 class LimitsMachine(HighAvailabilityMachine):
-    """The HA machine with members that send subscriptions at the decoder's limits."""
+    """The HA machine with members that send subscriptions at the decoder's limits: one process
+    pads from the start, and the rule may pad others (or switch limits) later."""
 
     pad_at_limits = True
+
+    @initialize(group=machine_groups("high_availability"), seed=st.integers(0, 3),
+                data=st.data())
+    def start(self, group: Group, seed: int, data: st.DataObject) -> None:  # type: ignore[override]
+        self._start(group, seed)
+        self.send_a_subscription_at_its_limit(
+            data, data.draw(st.sampled_from(["offset sums", "bytes"]), label="limit"))
