@@ -13,8 +13,8 @@ from random import Random
 
 import pytest
 from hypothesis import HealthCheck, Phase, find, settings
-from simulator.engine import replay
 
+from simulator.engine import replay
 from simulator.scenarios import CrashEvent, JoinEvent, scenario_from_data
 from tests.properties import group_machine
 from tests.properties.group_machine import (
