@@ -185,8 +185,10 @@ def test_a_rejoin_asked_by_a_member_rebalances_and_moves_nothing() -> None:
     assert result.summary.converged
 
 
-def test_a_member_removed_by_the_coordinator_joins_again_as_a_new_member() -> None:
-    result = run(CAUGHT_UP, [{"kind": "rejoin", "at": 30, "process": "a", "by": "coordinator"}])
+@pytest.mark.parametrize("static", [False, True])
+def test_a_member_removed_by_the_coordinator_joins_again_as_a_new_member(static: bool) -> None:
+    processes = [{**p, "static": static} for p in CAUGHT_UP]
+    result = run(processes, [{"kind": "rejoin", "at": 30, "process": "a", "by": "coordinator"}])
     later = stable_after(result, 30)
     assert later and "left the group" in later[0].reasons  # the operator's removal
     # a hears UNKNOWN_MEMBER_ID at its next heartbeat and joins anew (a new member id), within
