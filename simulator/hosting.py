@@ -220,17 +220,6 @@ def start_member(
     return member.start()
 
 
-__all__ = [
-    "HostedAssignor",
-    "SimulatedProcess",
-    "Simulation",
-    "crash",
-    "peer_assignor",
-    "start_member",
-    "stop_member",
-]
-
-
 def force_rejoin(coordinator: GroupCoordinator, sim: SimulatedProcess, by: str) -> None:
     """``RejoinEvent``: each running consumer of ``sim`` asks to rejoin (``by = "member"``), or
     the coordinator removes it as an operator's LeaveGroup naming its member id would
@@ -242,3 +231,16 @@ def force_rejoin(coordinator: GroupCoordinator, sim: SimulatedProcess, by: str) 
             member.request_rejoin()
         elif member.member_id:
             coordinator.leave(LeaveGroupRequest(member.group_id, ((member.member_id, None),)))
+
+
+__all__ = [
+    "HostedAssignor",
+    "SimulatedProcess",
+    "Simulation",
+    "crash",
+    "force_rejoin",
+    "peer_assignor",
+    "start_member",
+    "stop_member",
+]
+
