@@ -38,7 +38,8 @@ from tests.properties import group_machine
 from tests.properties.group_machine import SteppedReplay
 from tests.properties.test_findings import ONE_STORE, actives_per_process
 
-FEW = settings(max_examples=max(10, settings().max_examples // 4))
+#: whole groups, decoded and checked from the bytes up: an eighth of the profile's examples
+FEW = settings(max_examples=max(10, settings().max_examples // 8))
 
 
 def _as_aiokafka_passes_it(listing: list[tuple[str, bytes]]) -> dict[str, bytes]:
