@@ -29,9 +29,9 @@ from protocol.codec import (
 from tests.protocol.expected import assignment_as_read, subscription_as_read
 
 
-def test_three_real_versions() -> None:
-    assert SUPPORTED_VERSIONS == (1, 2, 3)
-    assert LATEST_VERSION == 3
+def test_four_real_versions() -> None:
+    assert SUPPORTED_VERSIONS == (1, 2, 3, 4)
+    assert LATEST_VERSION == 4
 
 
 @pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
