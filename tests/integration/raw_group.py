@@ -131,9 +131,9 @@ async def _rebalance(
             if response.error_code != NONE:
                 raise RuntimeError(f"JoinGroup failed with error code {response.error_code}")
             generation = response.generation_id
-            if response.leader_id == mid and len(response.members) == len(ids):
-                if not formed.done():
-                    formed.set_result(generation)
+            complete = response.leader_id == mid and len(response.members) == len(ids)
+            if complete and not formed.done():
+                formed.set_result(generation)
             while not formed.done():
                 beat = await conn.send(HeartbeatRequest(group, generation, mid))
                 if beat.error_code != NONE:

@@ -58,8 +58,9 @@ async def _offsets_topic_max_bytes(bootstrap: str) -> int:
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
     await admin.start()
     try:
+        wanted = {"max.message.bytes": None}
         [response] = await admin.describe_configs(
-            [ConfigResource(ConfigResourceType.TOPIC, "__consumer_offsets", {"max.message.bytes": None})]
+            [ConfigResource(ConfigResourceType.TOPIC, "__consumer_offsets", wanted)]
         )
         [(_, _, _, _, entries)] = response.resources
         return int(next(e[1] for e in entries if e[0] == "max.message.bytes"))
