@@ -27,7 +27,7 @@ from aiokafka.coordinator.protocol import (
 
 from assignor import AssignorConfig, StreamsProcess, Topology, TopologyBuilder
 from assignor.member import merge_host_maps
-from protocol import HostInfo, ProcessId
+from protocol import HostInfo, ProcessId, TopicPartition
 from protocol.codec import Codec
 from protocol.messages import AssignmentInfo
 from simulator.shim.cluster import make_cluster
@@ -36,6 +36,7 @@ from tests.integration.raw_group import NONE, UNKNOWN_SERVER_ERROR, rebalance
 #: Kafka's default ``message.max.bytes``, which ``__consumer_offsets`` inherits.
 DEFAULT_RECORD_BYTES = 1_048_588
 PARTITIONS = 1_000
+CHANGELOG = "wire-app-counts-changelog"
 #: The issue's group: 1,000 single-thread instances with endpoints (about 20 s here, both
 #: versions; so in ``make test``).
 MEMBERS = 1_000
@@ -98,16 +99,20 @@ def _topology() -> Topology:
 def _processes(count: int, latest: int | None) -> list[StreamsProcess]:
     topology = _topology()
     config = AssignorConfig.model_validate({"num.standby.replicas": 1})
-    return [
-        StreamsProcess(
+    # known changelog ends, so the leader places standbys instead of retrying for offsets
+    ends = {TopicPartition(CHANGELOG, p): 0 for p in range(PARTITIONS)}
+    processes = []
+    for i in range(count):
+        process = StreamsProcess(
             topology,
             config,
             process_id=ProcessId.for_int(i + 1),
             endpoint=HostInfo(f"streams-{i}.example.com", 8080),
             codec=Codec() if latest is None else Codec(latest),
         )
-        for i in range(count)
-    ]
+        process.set_changelog_end_offsets(ends)
+        processes.append(process)
+    return processes
 
 
 async def _stream_group(
@@ -117,7 +122,7 @@ async def _stream_group(
     processes = _processes(members, latest)
     assignors = [p.new_assignor() for p in processes]
     metadata = [a.metadata(["events"]).encode() for a in assignors]
-    cluster = make_cluster({"events": PARTITIONS, "wire-app-counts-changelog": PARTITIONS})
+    cluster = make_cluster({"events": PARTITIONS, CHANGELOG: PARTITIONS})
     order: list[str] = []
 
     def assign(seen: Mapping[str, bytes]) -> dict[str, bytes]:
