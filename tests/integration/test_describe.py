@@ -17,6 +17,7 @@ from typing import Any
 
 from assignor import AssignorConfig, MemberAssignment, StreamsPartitionAssignor, StreamsProcess
 from assignor.topology.data_form import topology_to_data
+from protocol.codec import LATEST_VERSION
 from protocol.errors import AssignorError
 from protocol.ids import HostInfo
 from tests.integration.conftest import CreateTopics
@@ -111,7 +112,7 @@ async def test_describe_decodes_a_live_group(
     assert len(data["members"]) == 2
     for member in data["members"].values():
         assert member["problems"] == []
-        assert member["subscription"]["version"] == 3
+        assert member["subscription"]["version"] == LATEST_VERSION
         assert member["assignment"]["error"] == "NONE"
     processes_seen = data["processes"]
     assert {pid: p["active_tasks"] for pid, p in processes_seen.items()} == expected_active
