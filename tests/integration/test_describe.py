@@ -122,7 +122,7 @@ async def test_describe_decodes_a_live_group(
     for entry in processes_seen.values():
         # one standby replica: each instance keeps the other's tasks warm
         assert set(entry["standby_tasks"]) == ALL_TASKS - set(entry["active_tasks"])
-        assert entry["versions"] == [[3, 3]]
+        assert entry["versions"] == [[LATEST_VERSION, LATEST_VERSION]]
         # nothing was produced: every changelog is empty, so every lag is 0 (or -2, "running
         # it", if the instance already ran the task when it joined this generation)
         assert set(entry["lags"]) == ALL_TASKS
