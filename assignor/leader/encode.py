@@ -9,6 +9,7 @@ from assignor.leader.model import DecodedGroup, MemberResult
 from assignor.placement.client_state import ClientState
 from assignor.placement.threads import ThreadAssignment
 from assignor.topology.tasks import TaskLayout
+from protocol._limits import KAFKA_GROUP_RECORD_BYTES
 from protocol.codec import Codec
 from protocol.errors import AssignorError
 from protocol.ids import HostInfo, ProcessId, TopicPartition
@@ -24,7 +25,7 @@ HostMaps = tuple[PartitionsByHost, PartitionsByHost]
 #: ``tests/integration/test_group_record_limit.py``); half of it leaves room for the
 #: subscriptions, member ids and task lists. Beyond it (version 4 on), each member receives only
 #: its own endpoint's entry, so the maps cost once per group instead of once per member.
-GROUP_HOST_MAPS_BUDGET_BYTES = 512 * 1024
+GROUP_HOST_MAPS_BUDGET_BYTES = KAFKA_GROUP_RECORD_BYTES // 2
 
 
 def host_maps(clients: Mapping[ProcessId, ClientState], layout: TaskLayout) -> HostMaps:
