@@ -65,6 +65,8 @@ def assignment_json(info: AssignmentInfo) -> JsonDict:
         },
         "partitions_by_host": _host_map(info.partitions_by_host),
         "standby_partitions_by_host": _host_map(info.standby_partitions_by_host),
+        # False: the maps hold only this member's own endpoint (version 4, a large group)
+        "host_maps_complete": info.host_maps_complete,
         "error_code": int(info.error_code),
         "error": info.error_code.name,
         "next_rebalance_ms": info.next_rebalance_ms,

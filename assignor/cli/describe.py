@@ -28,7 +28,7 @@ from assignor.cli.group_input import GroupInputError, read_group
 from assignor.cli.render import hosts_to_data, member_to_data, placements_to_data
 from assignor.leader.model import LeaderResult, MemberResult
 from assignor.leader.pipeline import assign_group
-from assignor.member import align_active_tasks
+from assignor.member import align_active_tasks, merge_host_maps
 from protocol.codec import Codec
 from protocol.errors import ProtocolError
 from protocol.ids import TaskId, TopicPartition, task_order
@@ -103,15 +103,11 @@ def describe_data(
         "members": members,
         "processes": _processes(group, decoded),
     }
-    host_source = next(
-        (d.assignment for _, d in sorted(decoded.items()) if d.assignment is not None), None
+    active_hosts, standby_hosts = merge_host_maps(
+        d.assignment for _, d in sorted(decoded.items()) if d.assignment is not None
     )
-    data["partitions_by_host"] = (
-        hosts_to_data(host_source.partitions_by_host) if host_source else {}
-    )
-    data["standby_partitions_by_host"] = (
-        hosts_to_data(host_source.standby_partitions_by_host) if host_source else {}
-    )
+    data["partitions_by_host"] = hosts_to_data(active_hosts)
+    data["standby_partitions_by_host"] = hosts_to_data(standby_hosts)
     if replay_input is None:
         return data
     description = read_group(dict(replay_input))
