@@ -105,7 +105,7 @@ class ConstrainedPrioritySet:
             overrides: tuple[tuple[int, Any], ...] = ((client, keys[client]),)
             if self._dirty and not self._dirty <= {client}:
                 others = [c for c in self._changed() if c != client]
-                if others:
+                if others and not self._same_outcomes(client, others):
                     self._ordered = False
                     overrides = tuple((c, keys[c]) for c in others) + overrides
             logged = self._logged
@@ -159,6 +159,9 @@ class ConstrainedPrioritySet:
         self._materialize()
         if all_present and self._hash_order() is not None:
             self._heap.refill(self._hash_order() or [])
+        elif all_present and self._heap.is_heap_ordered():
+            self._start(None, None)  # the pops would come out sorted
+            return
         else:
             _heap_poll(self._heap, self._present, lambda client: False, self._spread)
         self._after_exact_reset()
@@ -184,6 +187,20 @@ class ConstrainedPrioritySet:
         logged = self._logged
         present = self._present
         return [c for c in self._dirty if c in present and keys[c] != logged[c]]
+
+    def _same_outcomes(self, client: int, others: list[int]) -> bool:
+        """Whether inserting ``client`` compares it with each changed client exactly as it
+        would with that client's old key: then the queue stays in order by the old keys (an
+        insert compares only the new key with its ancestors), and the changed clients keep
+        their old keys in the log. Task movement: the source takes a task while the
+        destination, still queued, gives it away; they compare alike unless their loads meet.
+        """
+        if client in self._present:
+            return False  # a removal first: it compares other clients with each other
+        key = self._keys[client]
+        keys = self._keys
+        logged = self._logged
+        return all((key < keys[c]) == (key < logged[c]) for c in others)
 
     def _resort(self, client: int) -> None:
         assert self._sorted is not None
