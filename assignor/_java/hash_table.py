@@ -125,6 +125,47 @@ def hash_set_order(
     return list(table)
 
 
+class SubsetOrders:
+    """Iteration orders of new ``HashSet``s, each filled once with some of one fixed family of
+    keys (numbered ``0 .. n-1`` by ``spread_hashes``, compared as ints in tree bins).
+
+    Kafka's constrained poll builds such a set of passed-over clients on every poll. If no
+    bucket of any table length the whole family can reach holds nine of its keys, no subset,
+    in any order, can make a tree bin or a treeify-driven resize, so every order is by bucket
+    of the subset's final table, then by insertion: one sort against buckets computed once.
+    """
+
+    __slots__ = ("_buckets", "_small", "_spread")
+
+    def __init__(self, spread_hashes: Sequence[int]) -> None:
+        self._spread = spread_hashes
+        self._buckets: dict[int, list[int]] = {}
+        self._small = True
+        final = grown_table_length(len(spread_hashes))
+        length = DEFAULT_CAPACITY
+        while len(spread_hashes) > TREEIFY_THRESHOLD and length <= final:
+            mask = length - 1
+            if max(Counter([h & mask for h in spread_hashes]).values()) > TREEIFY_THRESHOLD:
+                self._small = False
+                break
+            length <<= 1
+
+    def order(self, elements: list[int]) -> list[int]:
+        """``elements``, added in this order, in the order the set iterates them."""
+        if len(elements) < 2:
+            return list(elements)
+        if not self._small and len(elements) > TREEIFY_THRESHOLD:
+            spread_hashes = self._spread
+            positions = hash_set_order([spread_hashes[e] for e in elements], elements)
+            return [elements[i] for i in positions]
+        length = grown_table_length(len(elements))
+        buckets = self._buckets.get(length)
+        if buckets is None:
+            mask = length - 1
+            buckets = self._buckets[length] = [h & mask for h in self._spread]
+        return sorted(elements, key=buckets.__getitem__)
+
+
 class JavaHashSet(Generic[K]):
     """A set that iterates like ``java.util.HashSet`` (or a ``HashMap``'s key set).
 

@@ -29,7 +29,7 @@ import bisect
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
-from assignor._java.hash_table import grown_table_length, hash_set_order
+from assignor._java.hash_table import SubsetOrders, grown_table_length
 from assignor._java.priority_queue import JavaPriorityQueue
 
 _OFFER = 0
@@ -59,6 +59,7 @@ class ConstrainedPrioritySet:
         "_log",
         "_logged",
         "_ordered",
+        "_orders",
         "_present",
         "_seen",
         "_sorted",
@@ -73,6 +74,7 @@ class ConstrainedPrioritySet:
         n = len(spread_hashes)
         self._keys = keys
         self._spread = spread_hashes
+        self._orders = SubsetOrders(spread_hashes)
         self._touched = touched
         self._seen = len(touched)
         self._heap = JavaPriorityQueue(keys)
@@ -140,7 +142,7 @@ class ConstrainedPrioritySet:
                 self._reset_ordered()  # Kafka popped everyone and refilled: a reset
                 return None
         self._materialize()
-        found = _heap_poll(self._heap, self._present, valid, self._spread)
+        found = _heap_poll(self._heap, self._present, valid, self._orders)
         if found is None:
             self._after_exact_reset()
         return found
@@ -163,7 +165,7 @@ class ConstrainedPrioritySet:
             self._start(None, None)  # the pops would come out sorted
             return
         else:
-            _heap_poll(self._heap, self._present, lambda client: False, self._spread)
+            _heap_poll(self._heap, self._present, lambda client: False, self._orders)
         self._after_exact_reset()
 
     def layout(self) -> list[int]:
@@ -283,7 +285,7 @@ class ConstrainedPrioritySet:
             if kind == _OFFER:
                 _heap_offer(heap, present, client)
             else:
-                found = _heap_poll(heap, present, _only(client), self._spread)
+                found = _heap_poll(heap, present, _only(client), self._orders)
                 assert found == client, "a logged poll replayed differently"
         heap.keys = self._keys
         return heap, present
@@ -291,9 +293,7 @@ class ConstrainedPrioritySet:
     def _sorted_hash_order(self, keys: list[Any]) -> list[int]:
         """A reset's refill order when it depends on the pop order (clients sharing a bucket):
         the pops of an ordered queue come out sorted."""
-        popped = sorted(range(len(self._spread)), key=keys.__getitem__)
-        spread_hashes = self._spread
-        return [popped[i] for i in hash_set_order([spread_hashes[c] for c in popped], popped)]
+        return self._orders.order(sorted(range(len(self._spread)), key=keys.__getitem__))
 
     def _hash_order(self) -> list[int] | None:
         """Every client in hash-set order, if no two share a bucket of the final table: then
@@ -327,7 +327,7 @@ def _heap_poll(
     heap: JavaPriorityQueue,
     present: set[int],
     valid: Callable[[int], bool],
-    spread_hashes: Sequence[int],
+    orders: SubsetOrders,
 ) -> int | None:
     """Kafka's ``poll``, every step: pop until a client passes, re-offer the passed-over ones
     from a new ``HashSet``."""
@@ -341,9 +341,6 @@ def _heap_poll(
             found = client
             break
         skipped.append(client)
-    if len(skipped) == 1:
-        _heap_offer(heap, present, skipped[0])
-    elif skipped:
-        for i in hash_set_order([spread_hashes[c] for c in skipped], skipped):
-            _heap_offer(heap, present, skipped[i])
+    for client in orders.order(skipped):
+        _heap_offer(heap, present, client)
     return found
