@@ -129,41 +129,45 @@ class SubsetOrders:
     """Iteration orders of new ``HashSet``s, each filled once with some of one fixed family of
     keys (numbered ``0 .. n-1`` by ``spread_hashes``, compared as ints in tree bins).
 
-    Kafka's constrained poll builds such a set of passed-over clients on every poll. If no
-    bucket of any table length the whole family can reach holds nine of its keys, no subset,
-    in any order, can make a tree bin or a treeify-driven resize, so every order is by bucket
-    of the subset's final table, then by insertion: one sort against buckets computed once.
+    Kafka's constrained poll builds such a set on every poll (the passed-over clients, or all of
+    them). As in :func:`hash_set_order`: when no bucket ever holds nine keys the order is by
+    bucket of the final table, then by insertion; here each table length's buckets are computed
+    once for the family, so the check and the sort run at C speed.
     """
 
-    __slots__ = ("_buckets", "_small", "_spread")
+    __slots__ = ("_buckets", "_spread")
 
     def __init__(self, spread_hashes: Sequence[int]) -> None:
         self._spread = spread_hashes
         self._buckets: dict[int, list[int]] = {}
-        self._small = True
-        final = grown_table_length(len(spread_hashes))
-        length = DEFAULT_CAPACITY
-        while len(spread_hashes) > TREEIFY_THRESHOLD and length <= final:
-            mask = length - 1
-            if max(Counter([h & mask for h in spread_hashes]).values()) > TREEIFY_THRESHOLD:
-                self._small = False
-                break
-            length <<= 1
 
-    def order(self, elements: list[int]) -> list[int]:
-        """``elements``, added in this order, in the order the set iterates them."""
-        if len(elements) < 2:
-            return list(elements)
-        if not self._small and len(elements) > TREEIFY_THRESHOLD:
-            spread_hashes = self._spread
-            positions = hash_set_order([spread_hashes[e] for e in elements], elements)
-            return [elements[i] for i in positions]
-        length = grown_table_length(len(elements))
+    def _of_length(self, length: int) -> list[int]:
         buckets = self._buckets.get(length)
         if buckets is None:
             mask = length - 1
             buckets = self._buckets[length] = [h & mask for h in self._spread]
-        return sorted(elements, key=buckets.__getitem__)
+        return buckets
+
+    def order(self, elements: list[int]) -> list[int]:
+        """``elements``, added in this order, in the order the set iterates them."""
+        count = len(elements)
+        if count < 2:
+            return list(elements)
+        final = grown_table_length(count)
+        if count > TREEIFY_THRESHOLD:
+            length = DEFAULT_CAPACITY
+            while True:
+                held = elements if length >= final else elements[: int(length * 0.75) + 1]
+                if len(held) > TREEIFY_THRESHOLD:
+                    crowd = Counter(map(self._of_length(length).__getitem__, held))
+                    if max(crowd.values()) > TREEIFY_THRESHOLD:
+                        spread_hashes = self._spread
+                        positions = hash_set_order([spread_hashes[e] for e in elements], elements)
+                        return [elements[i] for i in positions]
+                if length >= final:
+                    break
+                length <<= 1
+        return sorted(elements, key=self._of_length(final).__getitem__)
 
 
 class JavaHashSet(Generic[K]):
