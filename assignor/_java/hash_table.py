@@ -135,11 +135,13 @@ class SubsetOrders:
     once for the family, so the check and the sort run at C speed.
     """
 
-    __slots__ = ("_buckets", "_spread")
+    __slots__ = ("_buckets", "_roomy", "_spread")
 
     def __init__(self, spread_hashes: Sequence[int]) -> None:
         self._spread = spread_hashes
         self._buckets: dict[int, list[int]] = {}
+        # per table length: True if even the whole family puts at most eight keys in a bucket
+        self._roomy: dict[int, bool] = {}
 
     def _of_length(self, length: int) -> list[int]:
         buckets = self._buckets.get(length)
@@ -147,6 +149,13 @@ class SubsetOrders:
             mask = length - 1
             buckets = self._buckets[length] = [h & mask for h in self._spread]
         return buckets
+
+    def _family_roomy(self, length: int) -> bool:
+        roomy = self._roomy.get(length)
+        if roomy is None:
+            crowd = Counter(self._of_length(length))
+            roomy = self._roomy[length] = max(crowd.values()) <= TREEIFY_THRESHOLD
+        return roomy
 
     def order(self, elements: list[int]) -> list[int]:
         """``elements``, added in this order, in the order the set iterates them."""
@@ -158,7 +167,7 @@ class SubsetOrders:
             length = DEFAULT_CAPACITY
             while True:
                 held = elements if length >= final else elements[: int(length * 0.75) + 1]
-                if len(held) > TREEIFY_THRESHOLD:
+                if len(held) > TREEIFY_THRESHOLD and not self._family_roomy(length):
                     crowd = Counter(map(self._of_length(length).__getitem__, held))
                     if max(crowd.values()) > TREEIFY_THRESHOLD:
                         spread_hashes = self._spread

@@ -26,6 +26,7 @@ The caller must append a client to ``touched`` whenever its key changes (the wor
 from __future__ import annotations
 
 import bisect
+import heapq
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
@@ -277,7 +278,14 @@ class ConstrainedPrioritySet:
         if self._base_array is not None:
             heap.queue = list(self._base_array)
         else:
-            heap.refill(self._base_order or self._sorted_hash_order(keys))
+            # A refill is JDK offers in turn, and heapq's push sifts up exactly as JDK's offer
+            # does (an element rises while strictly below its parent); keys are distinct and
+            # end in their client, so the array of keys gives the array of clients.
+            filled: list[Any] = []
+            push = heapq.heappush
+            for key in map(keys.__getitem__, self._base_order or self._sorted_hash_order(keys)):
+                push(filled, key)
+            heap.queue = [key[1] for key in filled]
         present = set(range(len(self._spread)))
         for kind, client, overrides in self._log:
             for c, key in overrides:
