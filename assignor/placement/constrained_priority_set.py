@@ -94,7 +94,7 @@ class ConstrainedPrioritySet:
         self._base_order: list[int] | None = None
         self._base_keys: list[Any] = []
         self._logged: list[Any] = []  # the key the replay compares each client by, so far
-        self._ordered = False  # the real queue is in heap order by the current keys
+        self._ordered = False  # the real queue is in heap order by the keys the log holds
 
     # --- Kafka's operations --------------------------------------------------------------------
 
