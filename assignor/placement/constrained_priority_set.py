@@ -93,7 +93,8 @@ class ConstrainedPrioritySet:
         self._base_array: list[int] | None = None
         self._base_order: list[int] | None = None
         self._base_keys: list[Any] = []
-        self._logged: list[Any] = []  # the key the replay compares each client by, so far
+        # the key the replay compares a client by, so far, where it is not ``_base_keys``'s
+        self._logged: dict[int, Any] = {}
         self._ordered = False  # the real queue is in heap order by the keys the log holds
 
     # --- Kafka's operations --------------------------------------------------------------------
@@ -106,7 +107,8 @@ class ConstrainedPrioritySet:
         keys = self._keys
         if self._log is not None:
             overrides: tuple[tuple[int, Any], ...] = ((client, keys[client]),)
-            if self._dirty and not self._dirty <= {client}:
+            dirty = self._dirty
+            if dirty and (len(dirty) > 1 or client not in dirty):
                 others = [c for c in self._changed() if c != client]
                 if others and not self._same_outcomes(client, others):
                     self._ordered = False
@@ -188,8 +190,11 @@ class ConstrainedPrioritySet:
         """Clients in the queue whose key is not the one the replay compares them by."""
         keys = self._keys
         logged = self._logged
+        base = self._base_keys
         present = self._present
-        return [c for c in self._dirty if c in present and keys[c] != logged[c]]
+        return [
+            c for c in self._dirty if c in present and keys[c] != logged.get(c, base[c])
+        ]
 
     def _same_outcomes(self, client: int, others: list[int]) -> bool:
         """Whether inserting ``client`` compares it with each changed client exactly as it
@@ -200,10 +205,11 @@ class ConstrainedPrioritySet:
         """
         if client in self._present:
             return False  # a removal first: it compares other clients with each other
-        key = self._keys[client]
         keys = self._keys
+        key = keys[client]
         logged = self._logged
-        return all((key < keys[c]) == (key < logged[c]) for c in others)
+        base = self._base_keys
+        return all((key < keys[c]) == (key < logged.get(c, base[c])) for c in others)
 
     def _resort(self, client: int) -> None:
         assert self._sorted is not None
@@ -253,7 +259,7 @@ class ConstrainedPrioritySet:
         self._base_order = order
         self._base_array = array
         self._base_keys = list(self._keys)
-        self._logged = list(self._base_keys)
+        self._logged = {}
         self._ordered = True
 
     def _reset_ordered(self) -> None:
