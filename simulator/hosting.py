@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from types import SimpleNamespace
 from typing import Any, Protocol
 
@@ -200,6 +200,7 @@ def start_member(
     *,
     client_id: str,
     instance: str | None,
+    on_change: Callable[[ShimMember], object] | None = None,
 ) -> ShimMember:
     """A started consumer session around ``hosted`` (bound for follow-up rebalances)."""
     member = ShimMember(
@@ -213,6 +214,7 @@ def start_member(
         session_timeout_ms=timeouts.session_timeout_ms,
         rebalance_timeout_ms=timeouts.rebalance_timeout_ms,
         heartbeat_interval_ms=timeouts.heartbeat_interval_ms,
+        on_change=on_change,
     )
     hosted.member = member
     if isinstance(hosted.inner, StreamsPartitionAssignor):
