@@ -314,9 +314,10 @@ class StateModel:
     ) -> None:
         dynamics = self.dynamics
         unavailable = self._unavailable
-        for i in range(len(unavailable)):
-            if i not in available:
-                unavailable[i] += step
+        if len(available) < len(unavailable):  # the common case once stable: nothing to add
+            for i in range(len(unavailable)):
+                if i not in available:
+                    unavailable[i] += step
         ends = self._end
         for (process, _), tasks in restoring.items():
             share = dynamics.restore_rate / len(tasks) * step
