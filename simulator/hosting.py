@@ -26,7 +26,7 @@ from assignor.adapter.streams_assignor import StreamsPartitionAssignor
 from assignor.topology.model import Topology
 from assignor.topology.tasks import TaskLayout
 from protocol.ids import TaskId
-from simulator.metrics import ownership_from_partitions
+from simulator.metrics import held_tasks, tasks_by_partition
 from simulator.scenarios import GroupTimeouts, ProcessSpec
 from simulator.shim import GroupCoordinator, ShimMember, VirtualClock
 from simulator.state import StateModel
@@ -54,6 +54,19 @@ class Simulation(Protocol):
         answers: Mapping[str, Any],
         elapsed_ms: float,
     ) -> None: ...
+
+
+#: The last layout's (topic, partition) -> tasks index: every peer member's ``on_assignment``
+#: of a replay reads the same layout (one entry: a worker replays many scenarios in turn).
+_INDEX: list[tuple[Mapping[TaskId, Any], dict[tuple[str, int], tuple[TaskId, ...]]]] = []
+
+
+def _partition_index(
+    tasks: Mapping[TaskId, Any],
+) -> dict[tuple[str, int], tuple[TaskId, ...]]:
+    if not _INDEX or _INDEX[0][0] is not tasks:
+        _INDEX[:] = [(tasks, tasks_by_partition(tasks))]
+    return _INDEX[0][1]
 
 
 class SimulatedProcess:
@@ -117,10 +130,9 @@ class HostedAssignor:
             standby: Iterable[TaskId] = received.standby_tasks
             self._reschedule_followup(inner)
         else:
-            owned = ownership_from_partitions(
-                {(self.sim.name, self.thread): assignment.partitions()}, replay.layout.tasks
-            )
-            active, standby = owned.active[(self.sim.name, self.thread)], ()
+            tasks = replay.layout.tasks
+            active = held_tasks(assignment.partitions(), tasks, _partition_index(tasks))
+            standby = ()
         replay.state.assign(self.sim.name, self.thread, active, standby)
 
     def _reschedule_followup(self, inner: StreamsPartitionAssignor) -> None:
