@@ -41,6 +41,7 @@ from protocol.codec import Codec
 from protocol.ids import HostInfo, ProcessId, TaskId, TopicPartition
 from simulator.decisions import Decision, read_decision
 from simulator.hosting import (
+    ChangeWatch,
     HostedAssignor,
     SimulatedProcess,
     crash,
@@ -129,12 +130,7 @@ class Replay:
             for thread in range(spec.threads)
         }
         self._pending: set[asyncio.Task[None]] = set()
-        #: the settle loop's wake-up: one future any watched member completes when it changes
-        #: (a future per member, re-armed at every wake-up, cost O(members) per change)
-        self._changed: asyncio.Future[None] | None = None
-        self._watched: set[ShimMember] = set()
-        #: (journal records seen, of which this group's): ``generations()``'s cache
-        self._generations = (0, 0)
+        self._watch = ChangeWatch()
         self._ours = scenario.assignor in OUR_ASSIGNORS
         for sim in self.sims.values():
             self.state.add_process(sim.name, self._initial_behind(sim.spec))
@@ -274,14 +270,8 @@ class Replay:
             self.scenario.timeouts,
             client_id=client_id,
             instance=instance,
-            on_change=self._member_changed,
+            on_change=self._watch.notify,
         )
-
-    def _member_changed(self, member: ShimMember) -> None:
-        """A member's status or generation changed: wake the settle loop if it watches it."""
-        changed = self._changed
-        if changed is not None and not changed.done() and member in self._watched:
-            changed.set_result(None)
 
     def _later(self, delay: float, action: Callable[[], Any]) -> None:
         """Run ``action`` (sync, or returning a coroutine) after ``delay`` virtual seconds."""
@@ -398,13 +388,7 @@ class Replay:
         return self.state.owned_caught_up()
 
     def generations(self) -> int:
-        """Rebalance records of the group so far (counted again only when the journal grew:
-        the settle loop asks at every wake-up)."""
-        records = self.journal.records
-        if self._generations[0] != len(records):
-            group = self.topology.application_id
-            self._generations = (len(records), sum(1 for r in records if r.group_id == group))
-        return self._generations[1]
+        return len([r for r in self.journal.records if r.group_id == self.topology.application_id])
 
     async def _main(self) -> tuple[bool, float, float, str]:
         scenario = self.scenario
@@ -437,13 +421,7 @@ class Replay:
                 break
             soon = self.state.next_change_in()
             wait = max(0.001, min(_POLL_S, remaining, soon if soon is not None else _POLL_S))
-            changes: list[asyncio.Future[Any]] = []
-            self._watched = set(self._live_members())
-            if self._watched:
-                if self._changed is None or self._changed.done():
-                    self._changed = clock.create_future()
-                changes.append(self._changed)
-            changes.extend(self._pending)
+            changes = [*self._watch.arm(self._live_members(), clock.create_future), *self._pending]
             if changes:  # wake up at a member's next change, or when a delayed event ran
                 await asyncio.wait(changes, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
             else:

@@ -171,6 +171,32 @@ class HostedAssignor:
             self._followup = None
 
 
+class ChangeWatch:
+    """The settle loop's wake-up: one future that any watched member completes when its status
+    or generation changes (``ShimMember.on_change``). A future per member, re-armed at every
+    wake-up, cost O(members) per change of any member: O(members^2) per rebalance."""
+
+    def __init__(self) -> None:
+        self._future: asyncio.Future[None] | None = None
+        self._watched: set[ShimMember] = set()
+
+    def arm(self, members: Iterable[ShimMember],
+            create: Callable[[], asyncio.Future[Any]]) -> list[asyncio.Future[Any]]:
+        """Watch ``members`` (and only them) from now on; the future to wait on (none when
+        there is no member)."""
+        self._watched = set(members)
+        if not self._watched:
+            return []
+        if self._future is None or self._future.done():
+            self._future = create()
+        return [self._future]
+
+    def notify(self, member: ShimMember) -> None:
+        future = self._future
+        if future is not None and not future.done() and member in self._watched:
+            future.set_result(None)
+
+
 async def stop_member(member: ShimMember, *, graceful: bool) -> None:
     """``member.close()`` or ``member.crash()``, working around a shim race (reported): when the
     cancellation of the member's loop arrives while that loop awaits its own heartbeat task
@@ -235,6 +261,7 @@ def start_member(
 
 
 __all__ = [
+    "ChangeWatch",
     "HostedAssignor",
     "SimulatedProcess",
     "Simulation",
