@@ -42,6 +42,7 @@ from protocol.ids import HostInfo, ProcessId, TaskId, TopicPartition
 from simulator.decisions import Decision, read_decision
 from simulator.faust_peer import FAUST, faust_limits, faust_topics
 from simulator.hosting import (
+    ChangeWatch,
     HostedAssignor,
     SimulatedProcess,
     crash,
@@ -125,6 +126,7 @@ class Replay:
             for thread in range(spec.threads)
         }
         self._pending: set[asyncio.Task[None]] = set()
+        self._watch = ChangeWatch()
         self._ours = scenario.assignor in OUR_ASSIGNORS
         for sim in self.sims.values():
             self.state.add_process(sim.name, self._initial_behind(sim.spec))
@@ -278,6 +280,7 @@ class Replay:
             group_id=self.topology.application_id,
             client_id=client_id,
             instance=instance,
+            on_change=self._watch.notify,
         )
 
     def _later(self, delay: float, action: Callable[[], Any]) -> None:
@@ -430,8 +433,7 @@ class Replay:
                 break
             soon = self.state.next_change_in()
             wait = max(0.001, min(_POLL_S, remaining, soon if soon is not None else _POLL_S))
-            changes: list[asyncio.Future[Any]] = [m.changed() for m in self._live_members()]
-            changes.extend(self._pending)
+            changes = [*self._watch.arm(self._live_members(), clock.create_future), *self._pending]
             if changes:  # wake up at a member's next change, or when a delayed event ran
                 await asyncio.wait(changes, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
             else:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from types import SimpleNamespace
 from typing import Any, Protocol
 
@@ -27,7 +27,7 @@ from assignor.topology.model import Topology
 from assignor.topology.tasks import TaskLayout
 from protocol.ids import TaskId
 from simulator.faust_peer import FAUST, faust_assignor, read_faust_assignment
-from simulator.metrics import ownership_from_partitions
+from simulator.metrics import held_tasks, ownership_from_partitions, tasks_by_partition
 from simulator.scenarios import GroupTimeouts, ProcessSpec, Scenario
 from simulator.shim import GroupCoordinator, LeaveGroupRequest, ShimMember, VirtualClock
 from simulator.state import StateModel
@@ -55,6 +55,19 @@ class Simulation(Protocol):
         answers: Mapping[str, Any],
         elapsed_ms: float,
     ) -> None: ...
+
+
+#: The last layout's (topic, partition) -> tasks index: every peer member's ``on_assignment``
+#: of a replay reads the same layout (one entry: a worker replays many scenarios in turn).
+_INDEX: list[tuple[Mapping[TaskId, Any], dict[tuple[str, int], tuple[TaskId, ...]]]] = []
+
+
+def _partition_index(
+    tasks: Mapping[TaskId, Any],
+) -> dict[tuple[str, int], tuple[TaskId, ...]]:
+    if not _INDEX or _INDEX[0][0] is not tasks:
+        _INDEX[:] = [(tasks, tasks_by_partition(tasks))]
+    return _INDEX[0][1]
 
 
 class SimulatedProcess:
@@ -141,13 +154,13 @@ class HostedAssignor:
             standby: Iterable[TaskId] = received.standby_tasks
             self._reschedule_followup(inner)
         else:
-            parts: Iterable[Any] = assignment.partitions()
+            tasks = replay.layout.tasks
             if self.name == FAUST:
                 parts, standby = read_faust_assignment(assignment, replay.layout)
+                active = ownership_from_partitions({"": parts}, tasks, {}).active[""]
             else:
+                active = held_tasks(assignment.partitions(), tasks, _partition_index(tasks))
                 standby = ()
-            owned = ownership_from_partitions({"": parts}, replay.layout.tasks, {})
-            active = owned.active[""]
         replay.state.assign(self.sim.name, self.thread, active, standby)
 
     def _reschedule_followup(self, inner: StreamsPartitionAssignor) -> None:
@@ -184,6 +197,32 @@ class HostedAssignor:
         if self._followup is not None:
             self._followup.cancel()
             self._followup = None
+
+
+class ChangeWatch:
+    """The settle loop's wake-up: one future that any watched member completes when its status
+    or generation changes (``ShimMember.on_change``). A future per member, re-armed at every
+    wake-up, cost O(members) per change of any member: O(members^2) per rebalance."""
+
+    def __init__(self) -> None:
+        self._future: asyncio.Future[None] | None = None
+        self._watched: set[ShimMember] = set()
+
+    def arm(self, members: Iterable[ShimMember],
+            create: Callable[[], asyncio.Future[Any]]) -> list[asyncio.Future[Any]]:
+        """Watch ``members`` (and only them) from now on; the future to wait on (none when
+        there is no member)."""
+        self._watched = set(members)
+        if not self._watched:
+            return []
+        if self._future is None or self._future.done():
+            self._future = create()
+        return [self._future]
+
+    def notify(self, member: ShimMember) -> None:
+        future = self._future
+        if future is not None and not future.done() and member in self._watched:
+            future.set_result(None)
 
 
 async def stop_member(member: ShimMember, *, graceful: bool) -> None:
@@ -233,6 +272,7 @@ def start_member(
     group_id: str,
     client_id: str,
     instance: str | None,
+    on_change: Callable[[ShimMember], object] | None = None,
 ) -> ShimMember:
     """A started consumer session around ``hosted``, subscribed to ``topics`` in the group
     ``group_id`` (bound for follow-up rebalances)."""
@@ -247,6 +287,7 @@ def start_member(
         session_timeout_ms=timeouts.session_timeout_ms,
         rebalance_timeout_ms=timeouts.rebalance_timeout_ms,
         heartbeat_interval_ms=timeouts.heartbeat_interval_ms,
+        on_change=on_change,
     )
     hosted.member = member
     if isinstance(hosted.inner, StreamsPartitionAssignor):
@@ -268,6 +309,7 @@ def force_rejoin(coordinator: GroupCoordinator, sim: SimulatedProcess, by: str) 
 
 
 __all__ = [
+    "ChangeWatch",
     "HostedAssignor",
     "SimulatedProcess",
     "Simulation",

@@ -65,6 +65,32 @@ class Ownership:
                 for member, tasks in self.standby.items() for task in tasks}
 
 
+def held_tasks(
+    partitions: Iterable[tuple[str, int]],
+    tasks: Mapping[TaskId, tuple[TopicPartition, ...]],
+    by_partition: Mapping[tuple[str, int], tuple[TaskId, ...]],
+) -> frozenset[TaskId]:
+    """The tasks one member owns by holding every partition of each: what
+    :func:`ownership_from_partitions` says for a single member, found through ``by_partition``
+    (:func:`tasks_by_partition` of ``tasks``) instead of a pass over every task of the group,
+    which made each member's ``on_assignment`` cost O(tasks)."""
+    held = frozenset(partitions)
+    candidates = {task for tp in held for task in by_partition.get((tp[0], tp[1]), ())}
+    return frozenset(task for task in candidates
+                     if all(tp in held for tp in tasks[task]))
+
+
+def tasks_by_partition(
+    tasks: Mapping[TaskId, tuple[TopicPartition, ...]],
+) -> dict[tuple[str, int], tuple[TaskId, ...]]:
+    """(topic, partition) -> the tasks that read it."""
+    index: dict[tuple[str, int], list[TaskId]] = {}
+    for task, task_partitions in tasks.items():
+        for tp in task_partitions:
+            index.setdefault((tp.topic, tp.partition), []).append(task)
+    return {key: tuple(found) for key, found in index.items()}
+
+
 def ownership_from_partitions(
     partitions: Mapping[MemberId, Iterable[TopicPartition]],
     tasks: Mapping[TaskId, tuple[TopicPartition, ...]],
@@ -285,7 +311,9 @@ __all__ = [
     "Violation",
     "check_invariants",
     "deterministic_view",
+    "held_tasks",
     "ownership_from_partitions",
     "percentile",
     "row_dict",
+    "tasks_by_partition",
 ]

@@ -78,6 +78,10 @@ class StateModel:
         #: bumped by every change; ``_scan`` is cached against it (the replay asks often)
         self._version = 0
         self._scanned: tuple[int, _Scan] | None = None
+        #: bumped when some disk position may have changed; ``offset_sums`` is cached against it
+        #: (every thread of a process reports the same sums at one instant, each rebalance)
+        self._disk_version = 0
+        self._sums: dict[str, tuple[int, dict[TaskId, int]]] = {}
         #: records restored by active tasks (standby catch-up is counted apart)
         self.restored = 0.0
         self.standby_replayed = 0.0
@@ -126,6 +130,7 @@ class StateModel:
     def add_process(self, process: str, behind: Mapping[TaskId, float] | None = None) -> None:
         """A process's disk: ``behind`` maps tasks to how far their local state trails the end."""
         self._version += 1
+        self._disk_version += 1
         disk = self._disk.setdefault(process, {})
         for task, lag in (behind or {}).items():
             i = self._index.get(task)
@@ -146,6 +151,7 @@ class StateModel:
     ) -> None:
         """The thread got its assignment and runs it from now on."""
         self._version += 1
+        self._disk_version += 1
         actives, standbys = self._indices(active), self._indices(standby)
         self._threads.setdefault(process, {})[thread] = _Thread(actives, standbys, True)
         disk = self._disk.setdefault(process, {})
@@ -156,19 +162,26 @@ class StateModel:
     def crash(self, process: str, *, wipe: bool = False) -> None:
         """The process is gone: its threads and their tasks vanish; its disk stays unless wiped."""
         self._version += 1
+        self._disk_version += 1
         self._threads[process] = {}
         if wipe:
             self._disk[process] = {}
 
     def wipe(self, process: str) -> None:
         self._version += 1
+        self._disk_version += 1
         self._disk[process] = {}
 
     # -- what the process reports, what the leader reads --------------------------------------
     def offset_sums(self, process: str) -> dict[TaskId, int]:
-        """The ``state()`` provider of a process: its local position per task on disk."""
-        ids = self.tasks
-        return {ids[i]: int(x) for i, x in self._disk.get(process, {}).items()}
+        """The ``state()`` provider of a process: its local position per task on disk (a fresh
+        dict; built once per process and disk change)."""
+        cached = self._sums.get(process)
+        if cached is None or cached[0] != self._disk_version:
+            ids = self.tasks
+            sums = {ids[i]: int(x) for i, x in self._disk.get(process, {}).items()}
+            cached = self._sums[process] = (self._disk_version, sums)
+        return dict(cached[1])
 
     def position(self, process: str, task: TaskId) -> float | None:
         """Where ``process``'s local state of ``task`` is (None: nothing on disk)."""
@@ -288,6 +301,7 @@ class StateModel:
             step = remaining if finish is None else min(remaining, max(finish, 0.0))
             self._segment(step, available, restoring, processing)
             self._version += 1
+            self._disk_version += 1
             self.now = now if step == remaining else self.now + step
         self.now = max(self.now, now)
 
@@ -300,9 +314,10 @@ class StateModel:
     ) -> None:
         dynamics = self.dynamics
         unavailable = self._unavailable
-        for i in range(len(unavailable)):
-            if i not in available:
-                unavailable[i] += step
+        if len(available) < len(unavailable):  # the common case once stable: nothing to add
+            for i in range(len(unavailable)):
+                if i not in available:
+                    unavailable[i] += step
         ends = self._end
         for (process, _), tasks in restoring.items():
             share = dynamics.restore_rate / len(tasks) * step

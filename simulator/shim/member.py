@@ -112,6 +112,7 @@ class ShimMember:
         latency_ms: tuple[float, float] = (0.0, 0.0),
         assign_delay_ms: float = 0.0,
         on_assigned: Callable[[ShimMember], object] | None = None,
+        on_change: Callable[[ShimMember], object] | None = None,
     ) -> None:
         if not assignors:
             raise ValueError("a member needs at least one assignor")
@@ -134,6 +135,9 @@ class ShimMember:
         self.latency_ms = latency_ms
         self.assign_delay_ms = assign_delay_ms
         self.on_assigned = on_assigned
+        #: called with the member at each change ``changed()`` reports: one watcher of many
+        #: members waits on one future instead of a future per member
+        self.on_change = on_change
 
         self.member_id = UNKNOWN_MEMBER_ID
         self.generation = NO_GENERATION
@@ -485,6 +489,8 @@ class ShimMember:
         changed = self._changed
         if changed is not None and not changed.done():
             changed.set_result(None)
+        if self.on_change is not None:
+            self.on_change(self)
 
     def _log(self, kind: str, detail: str) -> None:
         self.journal.log(

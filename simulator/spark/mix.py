@@ -101,10 +101,26 @@ def cost(family: str, params: dict[str, Any]) -> int:
 #: A job as the executors receive it: (case_id, family, params JSON, seed, assignor).
 Job = tuple[int, str, str, int, str]
 
+#: Replay cost of each assignor relative to :func:`cost`, in tenths: measured on a sample of 139
+#: default-mix jobs (groups of 1-65 processes; seconds per unit of cost: round-robin 1.1, sticky
+#: 1.9, legacy sticky 2.3, high-availability 4.7 with its probing rounds, fallback-prior 23.5
+#: with its many rebalances). Without it the biggest-first order and the batches' cost budget
+#: would put a fallback-prior job, ten times its peers', among the cheap ones.
+ASSIGNOR_WEIGHT: dict[str, int] = {
+    "roundrobin": 5, "sticky": 9, "legacy_sticky": 11, "high_availability": 22,
+    "fallback_prior": 110,
+}
+
+
+def assignor_cost(case_cost: int, assignor: str) -> int:
+    """A case's :func:`cost` with one assignor (:data:`ASSIGNOR_WEIGHT`; unknown ones as 1)."""
+    return max(1, case_cost * ASSIGNOR_WEIGHT.get(assignor, 10) // 10)
+
 
 def job_cost(job: Job) -> int:
-    """:func:`cost` of a job (the executors count it as they finish)."""
-    return cost(job[1], json.loads(job[2]))
+    """:func:`cost` of a job with its assignor's weight (the executors count it as they
+    finish; the driver orders and batches the jobs by it)."""
+    return assignor_cost(cost(job[1], json.loads(job[2])), job[4])
 
 
 def all_assignors() -> tuple[str, ...]:
@@ -199,9 +215,12 @@ def build_cases(mix: Mix, families: Sequence[str], scenarios: int, seed: int) ->
 
 
 def jobs(cases: Sequence[Case], assignors: Sequence[str]) -> list[Job]:
-    """Every case with every assignor, biggest first (so the long ones do not come last)."""
-    ordered = sorted(cases, key=lambda c: (-c.cost, c.case_id))
-    return [(c.case_id, c.family, c.params_json, c.seed, a) for c in ordered for a in assignors]
+    """Every case with every assignor, most expensive first (:func:`job_cost`), so the long
+    ones do not come last and leave one core working alone at the end."""
+    weighted = [(assignor_cost(c.cost, a), c.case_id, index, c, a)
+                for c in cases for index, a in enumerate(assignors)]
+    weighted.sort(key=lambda w: (-w[0], w[1], w[2]))
+    return [(c.case_id, c.family, c.params_json, c.seed, a) for _, _, _, c, a in weighted]
 
 
 def batches(cases: Sequence[Case], assignors: Sequence[str], parallelism: int,
@@ -212,22 +231,24 @@ def batches(cases: Sequence[Case], assignors: Sequence[str], parallelism: int,
     batch ends, so a batch of big groups would hold the progress bar still for minutes)."""
     cost = {c.case_id: c.cost for c in cases}
     ordered = jobs(cases, assignors)
-    budget = max(1, sum(cost[j[0]] for j in ordered) // max(1, 64 * parallelism))
+    costs = [assignor_cost(cost[j[0]], j[4]) for j in ordered]
+    budget = max(1, sum(costs) // max(1, 64 * parallelism))
     out: list[list[Job]] = []
     current: list[Job] = []
     spent = 0
-    for job in ordered:
-        if current and (len(current) >= max_jobs or spent + cost[job[0]] > budget):
+    for job, job_spent in zip(ordered, costs, strict=True):
+        if current and (len(current) >= max_jobs or spent + job_spent > budget):
             out.append(current)
             current, spent = [], 0
         current.append(job)
-        spent += cost[job[0]]
+        spent += job_spent
     if current:
         out.append(current)
     return out
 
 
 __all__ = [
+    "ASSIGNOR_WEIGHT",
     "MIXES",
     "ROLLING_FAMILIES",
     "Case",
@@ -235,6 +256,7 @@ __all__ = [
     "Mix",
     "MixError",
     "all_assignors",
+    "assignor_cost",
     "batches",
     "build_cases",
     "cost",

@@ -427,6 +427,10 @@ def older_benches(report: Report, quick: bool) -> None:
     for script, title in (
         ("bench_protocol_size.py", "Protocol size: ours vs Kafka v11 (bench_protocol_size)"),
         ("bench_shim.py", "The shim's own cost per member per rebalance (bench_shim)"),
+        ("bench_simulator.py", "The simulator's scenarios per second and where time goes "
+                               "(bench_simulator)"),
+        ("bench_sweep.py", "The Spark sweep on local[1] and local[2]: per core and speed-up "
+                           "(bench_sweep)"),
         ("bench_tasks.py", "Steps 2-3: task planning at 6,000 partitions (bench_tasks)"),
     ):
         section = report.add(Section(title))

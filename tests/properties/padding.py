@@ -14,15 +14,23 @@ from typing import TYPE_CHECKING, Any
 import msgpack
 from aiokafka.coordinator.protocol import ConsumerProtocolMemberMetadata
 
+from protocol.messages import HEADER_ERROR_CODE_VERSION
+
 if TYPE_CHECKING:  # group_machine uses this module for one of its rules
     from tests.properties.group_machine import SteppedReplay
+
+
+def _sums_field(tree: list[Any]) -> int:
+    """Where the offset sums sit in a subscription tree: from version 4 on the error code is
+    the fourth field, one before them (``protocol/_subscription_format.py``)."""
+    return 6 if tree[0] >= HEADER_ERROR_CODE_VERSION else 5
 
 
 def _sums(tree: list[Any]) -> int:
     """Offset sums in a subscription tree's groups: ``[subtopology, p0, s0, ...]``, with the
     named topology in front from version 3 on."""
     head = 2 if tree[0] >= 3 else 1
-    return sum((len(group) - head) // 2 for group in tree[5])
+    return sum((len(group) - head) // 2 for group in tree[_sums_field(tree)])
 
 
 def offset_sums(total: int) -> Callable[[bytes], bytes]:
@@ -35,14 +43,15 @@ def offset_sums(total: int) -> Callable[[bytes], bytes]:
         if missing <= 0:  # already there (a process padded twice)
             return data
         named = [None] if tree[0] >= 3 else []
-        tree[5] = [*tree[5], [*named, 99, 0, 5, *([1, 5] * (missing - 1))]]
+        field = _sums_field(tree)
+        tree[field] = [*tree[field], [*named, 99, 0, 5, *([1, 5] * (missing - 1))]]
         return msgpack.packb(tree, use_bin_type=True)  # type: ignore[no-any-return]
 
     return pad
 
 
 def size_in_bytes(total: int) -> Callable[[bytes], bytes]:
-    """Pad a v3 subscription to exactly ``total`` bytes with ghost tasks of named topologies the
+    """Pad a v3 or newer subscription to exactly ``total`` bytes with ghost tasks of named topologies the
     application does not have (names of 256-1,024 bytes: a constant 3-byte string header).
     Older versions have no named topologies and stay as they are."""
 
@@ -52,7 +61,8 @@ def size_in_bytes(total: int) -> Callable[[bytes], bytes]:
             return data
         ghosts = [[f"ghost-{i:06d}-" + "x" * 300, 0, 0, 5]
                   for i in range((total - len(data)) // 330 - 10)]
-        tree[5] = [*tree[5], *ghosts]
+        field = _sums_field(tree)
+        tree[field] = [*tree[field], *ghosts]
         missing = total - len(msgpack.packb(tree, use_bin_type=True))
         for ghost in ghosts:
             step = min(missing, 1024 - len(ghost[0]))

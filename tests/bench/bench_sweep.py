@@ -1,0 +1,69 @@
+"""The Spark sweep on one core and on two: scenarios per second per core, and the speed-up.
+
+Issue 14 asks ``make bench`` for the sweep's scaling: the same small sweep (the ``smoke`` mix's
+small groups, every assignor) runs with ``--master local[1]`` and ``--master local[2]``,
+interleaved A, B, A, B, each in its own process (a fresh JVM and fresh Python workers), and the
+replay phase is timed from the sweep's own ``run.json`` (``replay_and_write_s``: Spark's start,
+the summaries and the report are left out). Figures only; no pass or fail. The machine is
+shared, so the ratio is the figure to read, not the seconds.
+
+``BENCH_QUICK=1``: fewer scenarios and one run per side.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+QUICK = os.environ.get("BENCH_QUICK", "0") not in ("", "0")
+#: cases of the smoke mix (each replayed with every assignor)
+SCENARIOS = 24 if QUICK else 60
+RUNS = 1 if QUICK else 2
+SIDES = (1, 2)
+
+
+def one_sweep(cores: int, out: Path) -> dict[str, float]:
+    """One sweep in its own process; its replay time and replays from ``run.json``."""
+    command = [sys.executable, "-m", "simulator", "sweep", "--mix", "smoke", "--scenarios",
+               str(SCENARIOS), "--master", f"local[{cores}]", "--out", str(out)]
+    began = time.perf_counter()
+    done = subprocess.run(command, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)),
+                          capture_output=True, text=True, timeout=1800, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"sweep on local[{cores}] failed:\n{done.stderr[-2000:]}")
+    run = json.loads((out / "run.json").read_text(encoding="utf-8"))
+    return {"replays": float(run["replays"]), "replay_s": float(run["replay_and_write_s"]),
+            "total_s": time.perf_counter() - began}
+
+
+def main() -> None:
+    rates: dict[int, list[float]] = {cores: [] for cores in SIDES}
+    replays = 0.0
+    with tempfile.TemporaryDirectory(prefix="bench-sweep-") as scratch:
+        for run in range(RUNS):
+            for cores in SIDES:  # A, B, A, B
+                result = one_sweep(cores, Path(scratch) / f"run{run}-local{cores}")
+                replays = result["replays"]
+                rates[cores].append(result["replays"] / result["replay_s"])
+    print(f"smoke mix, {SCENARIOS} scenarios x every assignor = {replays:.0f} replays; "
+          f"{RUNS} run(s) per side, interleaved; replay phase only (run.json)")
+    print(f"{'master':10} {'replays/s':>10} {'per core':>9} {'min-max':>14}")
+    for cores in SIDES:
+        values = rates[cores]
+        median = statistics.median(values)
+        print(f"local[{cores}]   {median:10.2f} {median / cores:9.2f} "
+              f"{min(values):6.2f}-{max(values):<6.2f}")
+    speedup = statistics.median(rates[2]) / statistics.median(rates[1])
+    print(f"speed-up local[2] / local[1]: {speedup:.2f}x (linear: 2.00x; "
+          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores at the end)")
+
+
+if __name__ == "__main__":
+    main()
