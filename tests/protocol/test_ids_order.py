@@ -176,3 +176,46 @@ def test_topic_partition_interoperates_with_aiokafkas() -> None:
     assert {theirs: "found"}[ours] == "found"
     assert ours != AiokafkaTopicPartition("orders", 4)
     assert ours != ("orders", 3), "a plain tuple is not a partition"
+
+
+@given(
+    st.integers(min_value=0, max_value=2**31 - 1),
+    st.integers(min_value=0, max_value=2**31 - 1),
+    st.none() | st.text(min_size=1, max_size=5),
+)
+def test_cached_hash_and_sort_key_match_the_fields_however_the_id_was_made(
+    subtopology: int, partition: int, topology: str | None
+) -> None:
+    """Ids keep their hash and sort key in slots; every way of making or copying one (which may
+    skip the constructors that fill the slots) must still hash and order by its fields."""
+    import copy
+    import pickle
+
+    made = [
+        TaskId(subtopology, partition, topology=topology),
+        trusted_task_id(subtopology, partition, topology),
+        TaskId.model_validate(
+            {"subtopology": subtopology, "partition": partition, "topology": topology}
+        ),
+        TaskId.model_construct(subtopology=subtopology, partition=partition, topology=topology),
+    ]
+    made += [pickle.loads(pickle.dumps(t)) for t in made] + [copy.copy(made[0])]
+    name_key = b"" if topology is None else java_string_key(topology)
+    for task in made:
+        assert hash(task) == hash((subtopology, partition, topology))
+        assert task.sort_key == (name_key, subtopology, partition)
+        assert task == made[0]
+    moved = made[0].model_copy(update={"partition": partition + 1})
+    assert hash(moved) == hash((subtopology, partition + 1, topology))
+    assert moved.sort_key == (name_key, subtopology, partition + 1) and moved != made[0]
+    tps = [
+        TopicPartition("t", partition),
+        trusted_topic_partition("t", partition),
+        TopicPartition.model_construct(topic="t", partition=partition),
+    ]
+    tps.append(pickle.loads(pickle.dumps(tps[0])))
+    assert {hash(tp) for tp in tps} == {hash(("t", partition))}
+    assert tps[0].model_copy(update={"topic": "u"}) == TopicPartition("u", partition)
+    pid = ProcessId.for_int(partition)
+    again = pickle.loads(pickle.dumps(pid))
+    assert hash(again) == hash(pid) == hash(pid.uuid) and again.sort_key == pid.sort_key
