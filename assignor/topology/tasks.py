@@ -129,7 +129,9 @@ def plan_tasks(topology: Topology, source_partitions: Mapping[str, int]) -> Task
         ids = [trusted_task_id(sub_id, partition) for partition in range(widest)]
         if len(sized) == 1:
             topic = sized[0][0]
-            tasks.update(zip(ids, [(trusted_topic_partition(topic, p),) for p in range(widest)]))
+            tasks.update(
+                zip(ids, [(trusted_topic_partition(topic, p),) for p in range(widest)], strict=True)
+            )
         else:
             tasks.update(
                 zip(
@@ -138,6 +140,7 @@ def plan_tasks(topology: Topology, source_partitions: Mapping[str, int]) -> Task
                         tuple([trusted_topic_partition(t, p) for t, n in sized if n > p])
                         for p in range(widest)
                     ],
+                    strict=True,
                 )
             )
         logs = sub.changelog_topics
@@ -147,6 +150,7 @@ def plan_tasks(topology: Topology, source_partitions: Mapping[str, int]) -> Task
                 zip(
                     ids,
                     [tuple([trusted_topic_partition(t, p) for t in logs]) for p in range(widest)],
+                    strict=True,
                 )
             )
         for topic in sub.created_changelog_topics:
