@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import uuid as _uuid
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -327,6 +327,9 @@ class HostInfo(BaseModel):
     """The ``application.server`` endpoint a member declares for interactive queries."""
 
     model_config = _FROZEN
+    __slots__ = ("_hash",)
+    if TYPE_CHECKING:
+        _hash: int
 
     host: str = Field(min_length=1, max_length=255)
     port: int = Field(ge=0, le=65535)
@@ -363,7 +366,20 @@ class HostInfo(BaseModel):
         return f"HostInfo({self.host!r}, {self.port})"
 
     def __hash__(self) -> int:
-        return hash((self.host, self.port))
+        # Kept once computed (see TopicPartition): the leader keys processes by endpoint.
+        try:
+            return self._hash
+        except AttributeError:
+            value = hash((self.host, self.port))
+            _set_attr(self, "_hash", value)
+            return value
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is HostInfo:
+            # What pydantic's __eq__ decides for two HostInfos (no private or extra fields),
+            # in one C-level comparison.
+            return bool(self.__dict__ == other.__dict__)
+        return super().__eq__(other)
 
     def __lt__(self, other: HostInfo) -> bool:
         return (self.host, self.port) < (other.host, other.port)
@@ -414,6 +430,22 @@ def _fast_topic_partition(topic: str, partition: int) -> TopicPartition:
     _set_extra(tp, None)
     _set_private(tp, None)
     return tp
+
+
+_Model = TypeVar("_Model", bound=BaseModel)
+
+
+def trusted_model(cls: type[_Model], values: dict[str, Any]) -> _Model:
+    """``cls.model_construct(**values)`` for checked values that name every field of ``cls``
+    (so there are no defaults to fill) and a model without private attributes: the decoder's
+    per-member messages, without pydantic's generic bookkeeping. ``values`` becomes the
+    instance's ``__dict__``; the caller must not keep it."""
+    model = _new(cls)
+    _set_model_dict(model, values)
+    _set_fields_set(model, set(values))
+    _set_extra(model, None)
+    _set_private(model, None)
+    return model
 
 
 def _same_as_validated(built: BaseModel, validated: BaseModel) -> bool:

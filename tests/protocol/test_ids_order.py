@@ -15,6 +15,7 @@ from protocol.ids import (
     TaskId,
     TopicPartition,
     java_string_key,
+    trusted_model,
     trusted_task_id,
     trusted_topic_partition,
 )
@@ -219,3 +220,30 @@ def test_cached_hash_and_sort_key_match_the_fields_however_the_id_was_made(
     pid = ProcessId.for_int(partition)
     again = pickle.loads(pickle.dumps(pid))
     assert hash(again) == hash(pid) == hash(pid.uuid) and again.sort_key == pid.sort_key
+
+
+def test_trusted_model_builds_what_model_construct_builds() -> None:
+    """The decoder builds subscriptions and process ids with ``trusted_model``; they must be
+    indistinguishable from ``model_construct``'s (fields, fields set, equality, copies)."""
+    from protocol.messages import SubscriptionInfo
+
+    pid = trusted_model(ProcessId, {"uuid": uuid.UUID(int=7)})
+    assert pid == ProcessId.for_int(7) and hash(pid) == hash(ProcessId.for_int(7))
+    assert pid.model_fields_set == {"uuid"} and pid.sort_key == (0, 7)
+    values = {
+        "version": 11,
+        "latest_supported_version": 11,
+        "process_id": pid,
+        "user_endpoint": HostInfo("h", 1),
+        "task_offset_sums": {TaskId(0, 1): -2},
+        "unique_field": 3,
+        "error_code": SubscriptionInfo.model_fields["error_code"].default,
+        "client_tags": {"az": "1"},
+        "rack_id": None,
+        "group_instance_id": None,
+    }
+    fast = trusted_model(SubscriptionInfo, dict(values))
+    slow = SubscriptionInfo.model_construct(**values)
+    assert fast == slow and fast.__dict__ == slow.__dict__
+    assert fast.model_fields_set == slow.model_fields_set
+    assert fast.model_copy(update={"unique_field": 4}).unique_field == 4
