@@ -26,6 +26,7 @@ from protocol.ids import (
     ProcessId,
     TaskId,
     TopicPartition,
+    trusted_model,
     trusted_task_id,
     trusted_topic_partition,
 )
@@ -292,9 +293,16 @@ def error_code(value: object) -> AssignorError:
 
 
 def process_id(value: object) -> ProcessId:
+    """A ``ProcessId`` from its 16 bytes; a process's id recurs in every subscription of its
+    consumers and every rebalance, so instances are shared like tasks'."""
     if type(value) is not bytes or len(value) != PROCESS_ID_BYTES:
         fail("process_id", f"expected {PROCESS_ID_BYTES} raw bytes")
-    return ProcessId.model_construct(uuid=uuid.UUID(bytes=value))
+    known = _process_ids.get(value)
+    if known is None:
+        if len(_process_ids) >= _INTERN_LIMIT:
+            _process_ids.clear()
+        known = _process_ids[value] = trusted_model(ProcessId, {"uuid": uuid.UUID(bytes=value)})
+    return known
 
 
 def host_info(host: object, port: object, field: str) -> HostInfo:
@@ -309,6 +317,7 @@ def host_info(host: object, port: object, field: str) -> HostInfo:
         fail(f"{field}.host", f"{quote(name)} contains whitespace")
     if len(_hosts) >= _INTERN_LIMIT:
         _hosts.clear()
+    _process_ids.clear()
     made = _hosts[(name, number)] = HostInfo.model_construct(host=name, port=number)
     return made
 
@@ -324,6 +333,7 @@ _INTERN_LIMIT: Final = 1 << 18
 _tasks: dict[tuple[int, int, str | None], TaskId] = {}
 _partitions: dict[tuple[str, int], TopicPartition] = {}
 _hosts: dict[tuple[str, int], HostInfo] = {}
+_process_ids: dict[bytes, ProcessId] = {}
 
 
 def task_id(subtopology: int, partition: int, topology: str | None) -> TaskId:
@@ -353,6 +363,7 @@ def forget_interned() -> None:
     _tasks.clear()
     _partitions.clear()
     _hosts.clear()
+    _process_ids.clear()
 
 
 def interned_partitions() -> dict[tuple[str, int], TopicPartition]:

@@ -39,7 +39,7 @@ from protocol._read import (
     task_id,
 )
 from protocol.errors import AssignorError
-from protocol.ids import INT32_MAX, INT64_MAX, HostInfo, TaskId, java_string_key
+from protocol.ids import INT32_MAX, INT64_MAX, HostInfo, TaskId, java_string_key, trusted_model
 from protocol.messages import HEADER_ERROR_CODE_VERSION, NAMED_TOPOLOGY_VERSION, SubscriptionInfo
 
 #: Number of top-level fields per version.
@@ -146,17 +146,22 @@ def decode(reader: Reader, fields: int, version: int, latest: int) -> Subscripti
         if not reader.nil():
             group_instance_id = reader.text("group_instance_id", 249)
     reader.finish()
-    return SubscriptionInfo.model_construct(
-        version=version,
-        latest_supported_version=latest,
-        process_id=pid,
-        user_endpoint=endpoint,
-        task_offset_sums=sums,
-        unique_field=unique_field,
-        error_code=code,
-        client_tags=client_tags,
-        rack_id=rack_id,
-        group_instance_id=group_instance_id,
+    # Every field named, so this is model_construct without its per-call bookkeeping: the
+    # leader decodes one of these per member per rebalance.
+    return trusted_model(
+        SubscriptionInfo,
+        {
+            "version": version,
+            "latest_supported_version": latest,
+            "process_id": pid,
+            "user_endpoint": endpoint,
+            "task_offset_sums": sums,
+            "unique_field": unique_field,
+            "error_code": code,
+            "client_tags": client_tags,
+            "rack_id": rack_id,
+            "group_instance_id": group_instance_id,
+        },
     )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import uuid as _uuid
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -28,6 +28,10 @@ def java_string_key(text: str) -> bytes:
     return text.encode("utf-16-be")
 
 
+#: Sets a cached value's slot on a frozen model (its ``__setattr__`` refuses every write).
+_set_attr = object.__setattr__
+
+
 def _signed64(value: int) -> int:
     """Reinterpret an unsigned 64-bit value as Java's signed ``long``."""
     return value - (1 << 64) if value >= (1 << 63) else value
@@ -37,6 +41,13 @@ class TopicPartition(BaseModel):
     """A partition of a topic; sorts by (topic, partition) like Kafka's partition comparators."""
 
     model_config = _FROZEN
+    # The hash, kept once computed: dicts and sets keyed by partitions hash them thousands of
+    # times per rebalance, and a Python-level ``__hash__`` building a tuple each time was the
+    # leader's most called function. Not a field: it is neither dumped, compared nor pickled
+    # (a copy or an unpickled instance computes it again on first use).
+    __slots__ = ("_hash",)
+    if TYPE_CHECKING:
+        _hash: int
 
     topic: str = Field(min_length=1, max_length=249)
     partition: int = Field(ge=0, le=INT32_MAX)
@@ -50,6 +61,7 @@ class TopicPartition(BaseModel):
         if partition is not None:
             kwargs["partition"] = partition
         super().__init__(**kwargs)
+        _set_attr(self, "_hash", hash((self.topic, self.partition)))
 
     def __str__(self) -> str:
         return f"{self.topic}-{self.partition}"
@@ -58,9 +70,19 @@ class TopicPartition(BaseModel):
         return f"TopicPartition({self.topic!r}, {self.partition})"
 
     def __hash__(self) -> int:
-        return hash((self.topic, self.partition))
+        # Equal to hash((topic, partition)), the hash of aiokafka's TopicPartition named tuple.
+        try:
+            return self._hash
+        except AttributeError:
+            value = hash((self.topic, self.partition))
+            _set_attr(self, "_hash", value)
+            return value
 
     def __eq__(self, other: object) -> bool:
+        if type(other) is TopicPartition:
+            # The two fields are the whole __dict__ (extra fields are forbidden): one C-level
+            # comparison instead of four attribute reads, in every dict lookup by partition.
+            return bool(self.__dict__ == other.__dict__)
         if isinstance(other, TopicPartition):
             return self.topic == other.topic and self.partition == other.partition
         if type(other) is not tuple and isinstance(other, tuple) and len(other) == 2:
@@ -95,6 +117,12 @@ class TaskId(BaseModel):
     """
 
     model_config = _FROZEN
+    # Hash and sort key, kept once computed (see ``TopicPartition``): tasks are hashed and
+    # ordered tens of thousands of times per rebalance.
+    __slots__ = ("_hash", "_sort_key")
+    if TYPE_CHECKING:
+        _hash: int
+        _sort_key: tuple[bytes, int, int]
 
     subtopology: int = Field(ge=0, le=INT32_MAX)
     partition: int = Field(ge=0, le=INT32_MAX)
@@ -113,6 +141,7 @@ class TaskId(BaseModel):
         if partition is not None:
             kwargs["partition"] = partition
         super().__init__(topology=topology, **kwargs)
+        _cache_task_keys(self)
 
     @classmethod
     def parse(cls, text: str) -> TaskId:
@@ -130,9 +159,16 @@ class TaskId(BaseModel):
         return f"TaskId({self})"
 
     def __hash__(self) -> int:
-        return hash((self.subtopology, self.partition, self.topology))
+        try:
+            return self._hash
+        except AttributeError:
+            value = hash((self.subtopology, self.partition, self.topology))
+            _set_attr(self, "_hash", value)
+            return value
 
     def __eq__(self, other: object) -> bool:
+        if type(other) is TaskId:
+            return bool(self.__dict__ == other.__dict__)  # the three fields, compared in C
         if not isinstance(other, TaskId):
             return NotImplemented
         return (
@@ -148,28 +184,45 @@ class TaskId(BaseModel):
         A key sorts a whole collection cheaply; it cannot refuse to order a named task against an
         unnamed one as the comparisons do, so sort only tasks of one kind with it.
         """
-        name = self.topology
-        return (b"" if name is None else java_string_key(name), self.subtopology, self.partition)
+        try:
+            return self._sort_key
+        except AttributeError:
+            name = self.topology
+            key = (b"" if name is None else java_string_key(name), self.subtopology, self.partition)
+            _set_attr(self, "_sort_key", key)
+            return key
 
-    def _compare(self, other: TaskId) -> int:
+    def _keys(self, other: TaskId) -> tuple[tuple[bytes, int, int], tuple[bytes, int, int]]:
         if (self.topology is None) != (other.topology is None):
             raise ValueError(
                 f"cannot compare task {self} with {other}: only one has a named topology"
             )
-        mine, theirs = self.sort_key, other.sort_key
-        return (mine > theirs) - (mine < theirs)
+        return self.sort_key, other.sort_key
 
     def __lt__(self, other: TaskId) -> bool:
-        return self._compare(other) < 0
+        mine, theirs = self._keys(other)
+        return mine < theirs
 
     def __le__(self, other: TaskId) -> bool:
-        return self._compare(other) <= 0
+        mine, theirs = self._keys(other)
+        return mine <= theirs
 
     def __gt__(self, other: TaskId) -> bool:
-        return self._compare(other) > 0
+        mine, theirs = self._keys(other)
+        return mine > theirs
 
     def __ge__(self, other: TaskId) -> bool:
-        return self._compare(other) >= 0
+        mine, theirs = self._keys(other)
+        return mine >= theirs
+
+
+def _cache_task_keys(task: TaskId) -> None:
+    """Compute a new task's hash and sort key at once: a first lookup of an absent slot would
+    go through pydantic's slow ``__getattr__``."""
+    name = task.topology
+    _set_attr(task, "_hash", hash((task.subtopology, task.partition, name)))
+    key = (b"" if name is None else java_string_key(name), task.subtopology, task.partition)
+    _set_attr(task, "_sort_key", key)
 
 
 def task_order(task: TaskId) -> tuple[bool, bytes, int, int]:
@@ -189,6 +242,12 @@ class ProcessId(BaseModel):
     """
 
     model_config = _FROZEN
+    # Hash and sort key, kept once computed (see ``TopicPartition``): ``UUID.__hash__`` and the
+    # signed halves are Python code, and clients are keyed and sorted by process id throughout.
+    __slots__ = ("_hash", "_sort_key")
+    if TYPE_CHECKING:
+        _hash: int
+        _sort_key: tuple[int, int]
 
     uuid: _uuid.UUID
 
@@ -225,7 +284,12 @@ class ProcessId(BaseModel):
 
     @property
     def sort_key(self) -> tuple[int, int]:
-        return (self.most_significant_bits, self.least_significant_bits)
+        try:
+            return self._sort_key
+        except AttributeError:
+            key = (self.most_significant_bits, self.least_significant_bits)
+            _set_attr(self, "_sort_key", key)
+            return key
 
     def __str__(self) -> str:
         return str(self.uuid)
@@ -234,7 +298,12 @@ class ProcessId(BaseModel):
         return f"ProcessId({self.uuid})"
 
     def __hash__(self) -> int:
-        return hash(self.uuid)
+        try:
+            return self._hash
+        except AttributeError:
+            value = hash(self.uuid)
+            _set_attr(self, "_hash", value)
+            return value
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ProcessId):
@@ -258,6 +327,9 @@ class HostInfo(BaseModel):
     """The ``application.server`` endpoint a member declares for interactive queries."""
 
     model_config = _FROZEN
+    __slots__ = ("_hash",)
+    if TYPE_CHECKING:
+        _hash: int
 
     host: str = Field(min_length=1, max_length=255)
     port: int = Field(ge=0, le=65535)
@@ -294,7 +366,20 @@ class HostInfo(BaseModel):
         return f"HostInfo({self.host!r}, {self.port})"
 
     def __hash__(self) -> int:
-        return hash((self.host, self.port))
+        # Kept once computed (see TopicPartition): the leader keys processes by endpoint.
+        try:
+            return self._hash
+        except AttributeError:
+            value = hash((self.host, self.port))
+            _set_attr(self, "_hash", value)
+            return value
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is HostInfo:
+            # What pydantic's __eq__ decides for two HostInfos (no private or extra fields),
+            # in one C-level comparison.
+            return bool(self.__dict__ == other.__dict__)
+        return super().__eq__(other)
 
     def __lt__(self, other: HostInfo) -> bool:
         return (self.host, self.port) < (other.host, other.port)
@@ -308,8 +393,8 @@ class HostInfo(BaseModel):
 # validated one. A self-check at import falls back to ``model_construct`` should a pydantic
 # release change the layout.
 _new = object.__new__
-_set_dict = object.__setattr__
 _slots = vars(BaseModel)
+_set_model_dict = _slots["__dict__"].__set__
 _set_fields_set = _slots["__pydantic_fields_set__"].__set__
 _set_extra = _slots["__pydantic_extra__"].__set__
 _set_private = _slots["__pydantic_private__"].__set__
@@ -317,10 +402,19 @@ _TASK_FIELDS: Final = frozenset(("subtopology", "partition", "topology"))
 _PARTITION_FIELDS: Final = frozenset(("topic", "partition"))
 
 
+_set_task_hash = vars(TaskId)["_hash"].__set__
+_set_task_sort_key = vars(TaskId)["_sort_key"].__set__
+_set_partition_hash = vars(TopicPartition)["_hash"].__set__
+
+
 def _fast_task_id(subtopology: int, partition: int, topology: str | None = None) -> TaskId:
     task = _new(TaskId)
-    _set_dict(
-        task, "__dict__", {"subtopology": subtopology, "partition": partition, "topology": topology}
+    _set_model_dict(
+        task, {"subtopology": subtopology, "partition": partition, "topology": topology}
+    )
+    _set_task_hash(task, hash((subtopology, partition, topology)))
+    _set_task_sort_key(
+        task, (b"" if topology is None else java_string_key(topology), subtopology, partition)
     )
     _set_fields_set(task, _TASK_FIELDS)
     _set_extra(task, None)
@@ -330,11 +424,28 @@ def _fast_task_id(subtopology: int, partition: int, topology: str | None = None)
 
 def _fast_topic_partition(topic: str, partition: int) -> TopicPartition:
     tp = _new(TopicPartition)
-    _set_dict(tp, "__dict__", {"topic": topic, "partition": partition})
+    _set_model_dict(tp, {"topic": topic, "partition": partition})
+    _set_partition_hash(tp, hash((topic, partition)))
     _set_fields_set(tp, _PARTITION_FIELDS)
     _set_extra(tp, None)
     _set_private(tp, None)
     return tp
+
+
+_Model = TypeVar("_Model", bound=BaseModel)
+
+
+def trusted_model(cls: type[_Model], values: dict[str, Any]) -> _Model:
+    """``cls.model_construct(**values)`` for checked values that name every field of ``cls``
+    (so there are no defaults to fill) and a model without private attributes: the decoder's
+    per-member messages, without pydantic's generic bookkeeping. ``values`` becomes the
+    instance's ``__dict__``; the caller must not keep it."""
+    model = _new(cls)
+    _set_model_dict(model, values)
+    _set_fields_set(model, set(values))
+    _set_extra(model, None)
+    _set_private(model, None)
+    return model
 
 
 def _same_as_validated(built: BaseModel, validated: BaseModel) -> bool:

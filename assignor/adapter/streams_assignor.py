@@ -28,6 +28,7 @@ from aiokafka.coordinator.protocol import (
 )
 
 from assignor.adapter.rejoin import FollowupScheduler, request_rejoin
+from assignor.leader.cache import LeaderCache
 from assignor.leader.explain import summarize
 from assignor.leader.guard import LeaderMemory
 from assignor.leader.model import GroupInput, LeaderResult, MemberSubscription
@@ -82,6 +83,8 @@ class StreamsPartitionAssignor:
         self.last_followup_reason: str = ""
         #: memory from this consumer's last assign(), kept once its own assignment arrives
         self._pending_memory: LeaderMemory | None = None
+        #: the task plan and end sums of this consumer's last assign(), for the next one
+        self._leader_cache = LeaderCache()
 
     def bind(self, consumer: object) -> None:
         """Tell the assignor its consumer, so that follow-up rebalances can be triggered."""
@@ -131,7 +134,9 @@ class StreamsPartitionAssignor:
         config = self.process._leader_input_config()
         try:
             group = self._group_input(cluster, members)
-            result = assign_group(self.process.topology, config, group, self.process.codec)
+            result = assign_group(
+                self.process.topology, config, group, self.process.codec, self._leader_cache
+            )
         except Exception as exc:
             log.exception("assign() failed; every member gets an error assignment")
             metrics.assign_timed(time.perf_counter() - began)
@@ -151,7 +156,7 @@ class StreamsPartitionAssignor:
         self.last_leader = LeaderRecord(group, result, elapsed)
         self._pending_memory = result.memory
         metrics.assign_timed(elapsed / 1000)
-        summary = summarize(result, config)
+        summary = result.summary if result.summary is not None else summarize(result, config)
         if summary is None:
             metrics.add(assign_errors=1)
         else:

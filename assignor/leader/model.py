@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from assignor.leader.explain import RebalanceSummary
 from assignor.leader.guard import LeaderMemory
 from assignor.placement.client_state import ClientState
 from assignor.placement.task_assignor import TaskAssignment
@@ -87,6 +88,9 @@ class LeaderResult:
     refused: Mapping[str, str] = field(default_factory=dict)
     #: what the leader should remember for the next generation
     memory: LeaderMemory = field(default_factory=LeaderMemory)
+    #: ``explain.summarize`` of this decision, computed once for the log and the metrics
+    #: (``None`` for an error answer, or when whoever built the result did not compute it)
+    summary: RebalanceSummary | None = None
 
 __all__ = [
     "DecodedGroup",

@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from assignor.config import AssignorConfig
+from assignor.leader.cache import LeaderCache
 from assignor.leader.decode import decode_group, without_refused
 from assignor.leader.encode import encode_members, host_maps
 from assignor.leader.error_answers import (
@@ -36,16 +37,16 @@ from assignor.leader.error_answers import (
     rejected_members,
     sizing_failed,
 )
-from assignor.leader.explain import explain, summarize
+from assignor.leader.explain import RebalanceSummary, explain, summarize
 from assignor.leader.guard import screen_members
 from assignor.leader.model import DecodedGroup, GroupInput, LeaderResult
 from assignor.placement.client_state import ClientState, ConsumerReport, build_client_state
-from assignor.placement.lags import end_offset_sum, unknown_end_offset_sums
+from assignor.placement.lags import LONG_MAX, end_offset_sum, unknown_end_offset_sums
 from assignor.placement.task_assignor import TaskAssignment, TaskAssignor
 from assignor.placement.threads import distribute_client_tasks
 from assignor.topology.internal_topics import InternalTopics, size_internal_topics
 from assignor.topology.model import Topology
-from assignor.topology.tasks import TaskLayout, plan_tasks
+from assignor.topology.tasks import TaskLayout
 from protocol.codec import DEFAULT_CODEC, Codec
 from protocol.errors import AssignorError
 from protocol.ids import ProcessId, TaskId, TopicPartition
@@ -62,12 +63,19 @@ def assign_group(
     config: AssignorConfig,
     group: GroupInput,
     codec: Codec = DEFAULT_CODEC,
+    cache: LeaderCache | None = None,
 ) -> LeaderResult:
-    """Kafka Streams' leader-side ``assign()``: steps 1 to 7, composed."""
+    """Kafka Streams' leader-side ``assign()``: steps 1 to 7, composed.
+
+    ``cache`` keeps the task plan and the changelog end sums between one leader's rebalances
+    (``assignor.leader.cache``); without one, both are computed afresh, with the same result.
+    """
     everyone = decode_group(group.members, codec)
     screening = screen_members(everyone.subscriptions, group.memory)
     decoded = without_refused(everyone, screening.refused, codec)
-    result = _assign_decoded(topology, config, group, decoded, codec)
+    result = _assign_decoded(
+        topology, config, group, decoded, codec, LeaderCache() if cache is None else cache
+    )
     if screening.refused and not decoded.subscriptions and not decoded.rejected:
         result = replace(result, detail="every member was refused (process-id clones or "
                          "version liars; see the warnings of assignor.leader.guard)")
@@ -80,6 +88,7 @@ def _assign_decoded(
     group: GroupInput,
     decoded: DecodedGroup,
     codec: Codec,
+    cache: LeaderCache,
 ) -> LeaderResult:
     """Steps 2 to 7 for the members the leader serves."""
     used = decoded.min_used_version
@@ -110,9 +119,12 @@ def _assign_decoded(
             followup_ms=_deadline(group.now_ms, config.probing_rebalance_interval_ms // 10),
         )
 
-    layout = plan_tasks(topology, sizing.source_partitions)
-    end_sums = changelog_end_sums(layout, group.changelog_end_offsets)
-    clients = build_clients(decoded, layout, end_sums)
+    planned = cache.plan(topology, sizing.source_partitions)
+    layout = planned.layout
+    end_sums = cache.end_sums(layout, group.changelog_end_offsets, changelog_end_sums)
+    clients = build_clients(
+        decoded, layout, end_sums, task_for_partition=planned.task_for_partition
+    )
     assignor_name = choose_task_assignor(config, lags_known=end_sums is not None)
     try:
         assignment = run_task_assignor(assignor_name, clients, layout, config)
@@ -158,24 +170,27 @@ def _assign_decoded(
         threads=threads,
         followup=followup,
     )
-    _log_decision(result, config, len(members))
-    return result
+    summary = summarize(result, config)
+    _log_decision(result, summary, config, len(members))
+    return replace(result, summary=summary)
 
 
-def _log_decision(result: LeaderResult, config: AssignorConfig, members: int) -> None:
+def _log_decision(
+    result: LeaderResult, summary: RebalanceSummary | None, config: AssignorConfig, members: int
+) -> None:
     """One INFO line per rebalance (what moved), one WARNING for a standby shortfall, and at
     DEBUG the reason for every replica (``assignor.leader.explain``, never recomputed)."""
-    summary = summarize(result, config)
     if summary is None:
         return
-    log.info(
-        "%s; %d members, version %d (common %d)%s",
-        summary.line(),
-        members,
-        result.used_version,
-        result.commonly_supported_version,
-        f"; follow-up: {result.followup}" if result.followup else "",
-    )
+    if log.isEnabledFor(logging.INFO):
+        log.info(
+            "%s; %d members, version %d (common %d)%s",
+            summary.line(),
+            members,
+            result.used_version,
+            result.commonly_supported_version,
+            f"; follow-up: {result.followup}" if result.followup else "",
+        )
     if summary.standbys_short:
         log.warning(
             "%d standby replicas of %d tasks could not be placed (num.standby.replicas %d, "
@@ -221,9 +236,11 @@ def changelog_end_sums(
     if end_offsets is None:
         return None
     sums: dict[TaskId, int] = {}
+    changelogs = layout.changelogs
+    no_partitions: tuple[TopicPartition, ...] = ()
     for task in layout.stateful:
         offsets = []
-        for partition in layout.changelogs.get(task, ()):
+        for partition in changelogs.get(task, no_partitions):
             offset = end_offsets.get(partition)
             if offset is None:
                 log.warning(
@@ -232,16 +249,28 @@ def changelog_end_sums(
                 )
                 return None
             offsets.append(offset)
-        sums[task] = end_offset_sum(offsets)
+        if len(offsets) == 1 and 0 <= offsets[0] <= LONG_MAX:
+            sums[task] = offsets[0]  # what end_offset_sum gives, without the call per task
+        else:
+            sums[task] = end_offset_sum(offsets)
     return sums
 
 
 def build_clients(
-    decoded: DecodedGroup, layout: TaskLayout, end_sums: Mapping[TaskId, int] | None
+    decoded: DecodedGroup,
+    layout: TaskLayout,
+    end_sums: Mapping[TaskId, int] | None,
+    *,
+    task_for_partition: Mapping[TopicPartition, TaskId] | None = None,
 ) -> dict[ProcessId, ClientState]:
-    """Group consumers by process and derive each client's previous tasks and lags."""
+    """Group consumers by process and derive each client's previous tasks and lags.
+
+    ``task_for_partition`` is the layout's partition -> task index when the caller has it
+    (``assignor.leader.cache``); otherwise it is built here.
+    """
     sums = end_sums if end_sums is not None else unknown_end_offset_sums(layout.stateful)
-    task_for_partition = {tp: task for task, parts in layout.tasks.items() for tp in parts}
+    if task_for_partition is None:
+        task_for_partition = {tp: task for task, parts in layout.tasks.items() for tp in parts}
     by_process: dict[ProcessId, list[str]] = {}
     for member_id in sorted(decoded.subscriptions):
         by_process.setdefault(decoded.process_of[member_id], []).append(member_id)

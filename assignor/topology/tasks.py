@@ -29,15 +29,7 @@ def create_tasks(topology: Topology, source_partitions: Mapping[str, int]) -> Ta
     """
     tasks: dict[TaskId, tuple[TopicPartition, ...]] = {}
     for sub in topology.subtopologies:
-        sized = []
-        for topic in sub.source_topics:
-            count = source_partitions.get(topic, 0)
-            if count < 1:
-                raise ValueError(
-                    f"Empty partitions for topic {topic}: size the topology's internal topics "
-                    f"and check for missing source topics before creating tasks"
-                )
-            sized.append((topic, count))
+        sized = _sized_sources(sub.source_topics, source_partitions)
         widest = max(count for _, count in sized)
         sub_id = sub.id
         if all(count == widest for _, count in sized):
@@ -52,6 +44,22 @@ def create_tasks(topology: Topology, source_partitions: Mapping[str, int]) -> Ta
                     [trusted_topic_partition(t, partition) for t, n in sized if n > partition]
                 )
     return tasks
+
+
+def _sized_sources(
+    topics: tuple[str, ...], source_partitions: Mapping[str, int]
+) -> list[tuple[str, int]]:
+    """Each source topic with its partition count; ``ValueError`` for a missing or empty one."""
+    sized = []
+    for topic in topics:
+        count = source_partitions.get(topic, 0)
+        if count < 1:
+            raise ValueError(
+                f"Empty partitions for topic {topic}: size the topology's internal topics "
+                f"and check for missing source topics before creating tasks"
+            )
+        sized.append((topic, count))
+    return sized
 
 
 def stateful_tasks(topology: Topology, tasks: TaskPartitions) -> frozenset[TaskId]:
@@ -104,13 +112,51 @@ class TaskLayout:
 
 
 def plan_tasks(topology: Topology, source_partitions: Mapping[str, int]) -> TaskLayout:
-    """:func:`create_tasks` and the stateful views of its result, in one call."""
-    tasks = create_tasks(topology, source_partitions)
+    """:func:`create_tasks` and the stateful views of its result, in one call.
+
+    The same result as calling the four functions in turn, built in one pass per subtopology
+    (each task id made once, the views filled a subtopology at a time in task order): the leader
+    plans every rebalance that changes partition counts, inside aiokafka's event loop.
+    """
+    tasks: dict[TaskId, tuple[TopicPartition, ...]] = {}
+    stateful: list[TaskId] = []
+    changelogs: dict[TaskId, tuple[TopicPartition, ...]] = {}
+    counts: dict[str, int] = {}
+    for sub in topology.subtopologies:
+        sized = _sized_sources(sub.source_topics, source_partitions)
+        widest = max(count for _, count in sized)
+        sub_id = sub.id
+        ids = [trusted_task_id(sub_id, partition) for partition in range(widest)]
+        if len(sized) == 1:
+            topic = sized[0][0]
+            tasks.update(
+                zip(ids, [(trusted_topic_partition(topic, p),) for p in range(widest)], strict=True)
+            )
+        else:
+            tasks.update(
+                zip(
+                    ids,
+                    [
+                        tuple([trusted_topic_partition(t, p) for t, n in sized if n > p])
+                        for p in range(widest)
+                    ],
+                    strict=True,
+                )
+            )
+        logs = sub.changelog_topics
+        if logs:  # a stateful subtopology (Subtopology.is_stateful)
+            stateful.extend(ids)
+            changelogs.update(
+                zip(
+                    ids,
+                    [tuple([trusted_topic_partition(t, p) for t in logs]) for p in range(widest)],
+                    strict=True,
+                )
+            )
+        for topic in sub.created_changelog_topics:
+            counts[topic] = widest  # the highest task partition + 1
     return TaskLayout(
-        tasks=tasks,
-        stateful=stateful_tasks(topology, tasks),
-        changelogs=changelog_partitions(topology, tasks),
-        changelog_counts=changelog_partition_counts(topology, tasks),
+        tasks=tasks, stateful=frozenset(stateful), changelogs=changelogs, changelog_counts=counts
     )
 
 

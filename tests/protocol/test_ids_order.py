@@ -15,6 +15,7 @@ from protocol.ids import (
     TaskId,
     TopicPartition,
     java_string_key,
+    trusted_model,
     trusted_task_id,
     trusted_topic_partition,
 )
@@ -176,3 +177,73 @@ def test_topic_partition_interoperates_with_aiokafkas() -> None:
     assert {theirs: "found"}[ours] == "found"
     assert ours != AiokafkaTopicPartition("orders", 4)
     assert ours != ("orders", 3), "a plain tuple is not a partition"
+
+
+@given(
+    st.integers(min_value=0, max_value=2**31 - 1),
+    st.integers(min_value=0, max_value=2**31 - 1),
+    st.none() | st.text(min_size=1, max_size=5),
+)
+def test_cached_hash_and_sort_key_match_the_fields_however_the_id_was_made(
+    subtopology: int, partition: int, topology: str | None
+) -> None:
+    """Ids keep their hash and sort key in slots; every way of making or copying one (which may
+    skip the constructors that fill the slots) must still hash and order by its fields."""
+    import copy
+    import pickle
+
+    made = [
+        TaskId(subtopology, partition, topology=topology),
+        trusted_task_id(subtopology, partition, topology),
+        TaskId.model_validate(
+            {"subtopology": subtopology, "partition": partition, "topology": topology}
+        ),
+        TaskId.model_construct(subtopology=subtopology, partition=partition, topology=topology),
+    ]
+    made += [pickle.loads(pickle.dumps(t)) for t in made] + [copy.copy(made[0])]
+    name_key = b"" if topology is None else java_string_key(topology)
+    for task in made:
+        assert hash(task) == hash((subtopology, partition, topology))
+        assert task.sort_key == (name_key, subtopology, partition)
+        assert task == made[0]
+    moved = made[0].model_copy(update={"partition": partition + 1})
+    assert hash(moved) == hash((subtopology, partition + 1, topology))
+    assert moved.sort_key == (name_key, subtopology, partition + 1) and moved != made[0]
+    tps = [
+        TopicPartition("t", partition),
+        trusted_topic_partition("t", partition),
+        TopicPartition.model_construct(topic="t", partition=partition),
+    ]
+    tps.append(pickle.loads(pickle.dumps(tps[0])))
+    assert {hash(tp) for tp in tps} == {hash(("t", partition))}
+    assert tps[0].model_copy(update={"topic": "u"}) == TopicPartition("u", partition)
+    pid = ProcessId.for_int(partition)
+    again = pickle.loads(pickle.dumps(pid))
+    assert hash(again) == hash(pid) == hash(pid.uuid) and again.sort_key == pid.sort_key
+
+
+def test_trusted_model_builds_what_model_construct_builds() -> None:
+    """The decoder builds subscriptions and process ids with ``trusted_model``; they must be
+    indistinguishable from ``model_construct``'s (fields, fields set, equality, copies)."""
+    from protocol.messages import SubscriptionInfo
+
+    pid = trusted_model(ProcessId, {"uuid": uuid.UUID(int=7)})
+    assert pid == ProcessId.for_int(7) and hash(pid) == hash(ProcessId.for_int(7))
+    assert pid.model_fields_set == {"uuid"} and pid.sort_key == (0, 7)
+    values = {
+        "version": 11,
+        "latest_supported_version": 11,
+        "process_id": pid,
+        "user_endpoint": HostInfo("h", 1),
+        "task_offset_sums": {TaskId(0, 1): -2},
+        "unique_field": 3,
+        "error_code": SubscriptionInfo.model_fields["error_code"].default,
+        "client_tags": {"az": "1"},
+        "rack_id": None,
+        "group_instance_id": None,
+    }
+    fast = trusted_model(SubscriptionInfo, dict(values))
+    slow = SubscriptionInfo.model_construct(**values)
+    assert fast == slow and fast.__dict__ == slow.__dict__
+    assert fast.model_fields_set == slow.model_fields_set
+    assert fast.model_copy(update={"unique_field": 4}).unique_field == 4

@@ -125,3 +125,24 @@ def test_grouper_properties(case: tuple[Topology, dict[str, int]]) -> None:
         assert layout.changelogs[task] == tuple(
             TopicPartition(topic, task.partition) for topic in sub.changelog_topics
         )
+
+
+@given(sized_topologies(max_partitions=12))
+def test_plan_tasks_in_one_pass_equals_the_four_steps(
+    case: tuple[Topology, dict[str, int]],
+) -> None:
+    """plan_tasks builds its views in one pass; the result, orders included, must be what the
+    four public steps give one after the other (the frozenset's iteration order too, since
+    callers iterate it)."""
+    topology, counts = case
+    sized = size_internal_topics(topology, counts)
+    if not isinstance(sized, InternalTopics):
+        return
+    layout = plan_tasks(topology, sized.source_partitions)
+    tasks = create_tasks(topology, sized.source_partitions)
+    assert list(layout.tasks.items()) == list(tasks.items())
+    assert list(layout.stateful) == list(stateful_tasks(topology, tasks))
+    assert list(layout.changelogs.items()) == list(changelog_partitions(topology, tasks).items())
+    assert list(layout.changelog_counts.items()) == list(
+        changelog_partition_counts(topology, tasks).items()
+    )

@@ -1,0 +1,94 @@
+"""What a leader derives from the topology and the cluster, kept between its rebalances.
+
+The task plan (tasks, their partitions, stateful tasks, changelog partitions) depends only on the
+topology and the source topics' partition counts, and each task's changelog end-offset sum only
+on the plan and the end offsets; none of them changes from one rebalance to the next while the
+cluster's metadata stays the same, yet rebuilding them costs several microseconds per task in
+aiokafka's event loop. A :class:`LeaderCache` keeps the last of each, keyed by exactly what it
+was computed from: the topology object, the partition counts (by value) and the end-offsets
+mapping object. The leader's process replaces that mapping on every refresh
+(``StreamsProcess.set_changelog_end_offsets``) and never changes it in place, so "the same
+object" means "the same offsets". A miss recomputes with the same pure functions, so a cached
+answer is always the answer the functions would give.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from assignor.topology.model import Topology
+from assignor.topology.tasks import TaskLayout, plan_tasks
+from protocol.ids import TaskId, TopicPartition
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedTasks:
+    """Step 3's result and the partition -> task index the client bookkeeping reads."""
+
+    layout: TaskLayout
+    task_for_partition: Mapping[TopicPartition, TaskId]
+
+
+def planned_tasks(topology: Topology, source_partitions: Mapping[str, int]) -> PlannedTasks:
+    """:func:`plan_tasks` and its partition -> task index, computed afresh."""
+    layout = plan_tasks(topology, source_partitions)
+    index = {tp: task for task, parts in layout.tasks.items() for tp in parts}
+    return PlannedTasks(layout, index)
+
+
+EndSums = Callable[[TaskLayout, Mapping[TopicPartition, int] | None], "dict[TaskId, int] | None"]
+
+
+class LeaderCache:
+    """The last task plan and changelog end sums of one leader (one per process or assignor).
+
+    Not shared between threads: aiokafka calls ``assign()`` from one event loop.
+    """
+
+    __slots__ = ("_end_sums", "_offsets", "_offsets_layout", "_plan", "_plan_key", "_topology")
+
+    def __init__(self) -> None:
+        self._topology: Topology | None = None
+        self._plan_key: tuple[tuple[str, int], ...] = ()
+        self._plan: PlannedTasks | None = None
+        self._offsets: Mapping[TopicPartition, int] | None = None
+        self._offsets_layout: TaskLayout | None = None
+        self._end_sums: dict[TaskId, int] | None = None
+
+    def plan(self, topology: Topology, source_partitions: Mapping[str, int]) -> PlannedTasks:
+        """The task plan for these partition counts, reused while topology and counts stay."""
+        key = tuple(source_partitions.items())
+        if self._plan is None or self._topology is not topology or self._plan_key != key:
+            self._plan = planned_tasks(topology, source_partitions)
+            self._topology, self._plan_key = topology, key
+            self._offsets_layout = None
+        return self._plan
+
+    def end_sums(
+        self,
+        layout: TaskLayout,
+        end_offsets: Mapping[TopicPartition, int] | None,
+        compute: EndSums,
+    ) -> dict[TaskId, int] | None:
+        """``compute(layout, end_offsets)``, reused for the same layout and offsets objects.
+
+        An unknown result (``None``) is never kept: ``compute`` logs which partition lacks an
+        end offset, and that warning belongs to every rebalance that falls back.
+        """
+        if (
+            end_offsets is not None
+            and self._end_sums is not None
+            and self._offsets_layout is layout
+            and self._offsets is end_offsets
+        ):
+            return self._end_sums
+        sums = compute(layout, end_offsets)
+        if sums is None:
+            self._offsets_layout = None
+        else:
+            self._offsets, self._offsets_layout, self._end_sums = end_offsets, layout, sums
+        return sums
+
+
+__all__ = ["LeaderCache", "PlannedTasks", "planned_tasks"]

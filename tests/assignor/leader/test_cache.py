@@ -1,0 +1,79 @@
+"""The leader's cache: reused only for the same topology, counts and end offsets, and never a
+different answer from computing afresh."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from assignor.config import AssignorConfig
+from assignor.leader.cache import LeaderCache, planned_tasks
+from assignor.leader.pipeline import assign_group, changelog_end_sums
+from assignor.topology.internal_topics import InternalTopics, size_internal_topics
+from tests.assignor.leader.pipeline_support import (
+    SHOP_COUNTS,
+    group,
+    shop,
+    shop_end_offsets,
+    subscription,
+)
+
+STANDBY = AssignorConfig.model_validate({"num.standby.replicas": 1})
+
+
+def _sources(counts: dict[str, int]) -> dict[str, int]:
+    sized = size_internal_topics(shop(), counts)
+    assert isinstance(sized, InternalTopics)
+    return dict(sized.source_partitions)
+
+
+def test_the_plan_is_reused_until_the_topology_or_a_count_changes() -> None:
+    cache, topology = LeaderCache(), shop()
+    sources = _sources(SHOP_COUNTS)
+    first = cache.plan(topology, sources)
+    assert cache.plan(topology, dict(sources)) is first  # equal counts in a new dict: reused
+    assert first == planned_tasks(topology, sources)
+    more = _sources({**SHOP_COUNTS, "orders": 5, "shop-by-user-repartition": 5})
+    resized = cache.plan(topology, more)
+    assert resized is not first and resized == planned_tasks(topology, more)
+    assert cache.plan(shop(), more) is not resized  # another topology object: planned again
+
+
+def test_end_sums_are_reused_for_the_same_offsets_object_only(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    cache = LeaderCache()
+    layout = cache.plan(shop(), _sources(SHOP_COUNTS)).layout
+    offsets = shop_end_offsets(10, 20, 30)
+    sums = cache.end_sums(layout, offsets, changelog_end_sums)
+    assert sums == changelog_end_sums(layout, offsets)
+    assert cache.end_sums(layout, offsets, changelog_end_sums) is sums
+    refreshed = shop_end_offsets(11, 20, 30)  # the process replaces the mapping on a refresh
+    assert cache.end_sums(layout, refreshed, changelog_end_sums) == changelog_end_sums(
+        layout, refreshed
+    )
+    # unknown sums are not kept: each rebalance that falls back says which offset is missing
+    partial = shop_end_offsets(10, 20)
+    with caplog.at_level(logging.WARNING):
+        assert cache.end_sums(layout, partial, changelog_end_sums) is None
+        assert cache.end_sums(layout, partial, changelog_end_sums) is None
+    assert sum("no end offset" in r.getMessage() for r in caplog.records) == 2
+    assert cache.end_sums(layout, None, changelog_end_sums) is None
+
+
+def test_a_cached_leader_decides_as_a_fresh_one_over_rebalances() -> None:
+    cache, topology = LeaderCache(), shop()  # one topology object, as a process has
+    members = {f"{p}-1": subscription(p) for p in (1, 2, 3)}
+    offsets = shop_end_offsets()
+    for counts, kept in ((SHOP_COUNTS, members), (SHOP_COUNTS, members), (None, members)):
+        given = group(kept, counts=dict(counts) if counts else None, end_offsets=offsets)
+        cached = assign_group(topology, STANDBY, given, cache=cache)
+        fresh = assign_group(topology, STANDBY, given)
+        assert cached.members == fresh.members
+        assert cached.summary == fresh.summary is not None
+    fewer = {m: d for m, d in members.items() if not m.startswith("3")}
+    given = group(fewer, end_offsets=offsets)
+    assert assign_group(topology, STANDBY, given, cache=cache).members == assign_group(
+        topology, STANDBY, given
+    ).members
