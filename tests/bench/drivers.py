@@ -31,7 +31,7 @@ import gc
 import time
 import tracemalloc
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
@@ -100,6 +100,8 @@ class Round:
     join_bytes: list[int]  # JoinGroup metadata bytes per member
     sync_bytes: list[int]  # SyncGroup assignment bytes per member
     peak_mib: float | None = None
+    joined: dict[str, bytes] = field(default_factory=dict, repr=False)  # JoinGroup bytes
+    steps_ms: dict[str, float] | None = None  # tests/bench/steps.py, when asked
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -110,6 +112,7 @@ class Round:
             "sync_bytes_max": max(self.sync_bytes),
             "sync_bytes_group": sum(self.sync_bytes),
             "peak_mib": self.peak_mib,
+            "steps_ms": self.steps_ms,
         }
 
 
@@ -150,6 +153,7 @@ def rebalance(
         join_bytes=[len(joined[mid]) for mid, _, _ in members],
         sync_bytes=[len(synced[mid]) for mid, _, _ in members],
         peak_mib=peak,
+        joined=joined,
     )
 
 
