@@ -156,7 +156,7 @@ def run_leader_story(
 
 
 def _summaries(rounds: dict[str, Round]) -> dict[str, Any]:
-    out = {name: r.summary() for name, r in rounds.items()}
+    out: dict[str, Any] = {name: r.summary() for name, r in rounds.items()}
     out["rss_mib"] = _rss_mib()
     return out
 
