@@ -58,6 +58,7 @@ class Shape:
     threads: int = 1
     standbys: int = 0
     topics: int = 1  # 1: events; 2: events + clicks, copartitioned
+    endpoints: bool = True  # ours: each process has an endpoint, so host maps are sent
 
     @property
     def source_topics(self) -> list[str]:
@@ -102,6 +103,7 @@ class Round:
     peak_mib: float | None = None
     joined: dict[str, bytes] = field(default_factory=dict, repr=False)  # JoinGroup bytes
     steps_ms: dict[str, float] | None = None  # tests/bench/steps.py, when asked
+    error: str = ""  # the leader answered with an error code (ours, leader-only hosting)
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -113,6 +115,7 @@ class Round:
             "sync_bytes_group": sum(self.sync_bytes),
             "peak_mib": self.peak_mib,
             "steps_ms": self.steps_ms,
+            "error": self.error,
         }
 
 
@@ -193,7 +196,7 @@ def ours(shape: Shape, topology: Topology, standby_offset: int = END_OFFSET) -> 
             topology,
             config,
             process_id=ProcessId.for_int(c + 1),
-            endpoint=HostInfo(f"host-{c}", 8080),
+            endpoint=HostInfo(f"host-{c}", 8080) if shape.endpoints else None,
             state=local_state,
         )
         holder.append(process)

@@ -105,6 +105,9 @@ def leader_rebalance(
         peak = tracemalloc.get_traced_memory()[1] / 2**20
         tracemalloc.stop()
     sync_bytes = [len(answers[mid].encode()) for mid, _, _ in members]
+    decided = leader.last_leader.result
+    error = "" if decided.error.value == 0 else f"{decided.error.name}: {decided.detail}"
+
     full = len(leader_members) + sample
     for i, (mid, assignor, _) in enumerate(members):
         if i < full:
@@ -123,6 +126,7 @@ def leader_rebalance(
         peak_mib=peak,
         joined=joined,
         steps_ms=spent,
+        error=error,
     )
 
 

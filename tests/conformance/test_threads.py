@@ -1,8 +1,9 @@
 """Tasks -> threads equals Kafka's ``assignTasksToThreads`` exactly, on seeded random clients.
 
-Each scenario is one client (1-8 consumers, sometimes 20-300) with random assigned actives/standbys and random
-per-consumer offset sums (including -2, -3 and corrupt sums beyond the end); one family packs
-many tasks into one hash bucket so Java's HashSet resizes early and builds tree bins. The Java
+Each scenario is one client (1-8 consumers, sometimes 20-300) with random assigned actives and
+standbys and random per-consumer offset sums (including -2, -3 and corrupt sums beyond the
+end); one family packs many tasks into one hash bucket so Java's HashSet resizes early and
+builds tree bins. The Java
 side is the real, package-private static method, called by reflection (see ``ThreadsOp.java``).
 Every mismatch names its seed; rerun one with ``THREADS_SEED=<seed>``.
 """
