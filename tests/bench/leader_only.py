@@ -28,7 +28,7 @@ import gc
 import resource
 import time
 import tracemalloc
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from aiokafka.coordinator.protocol import ConsumerProtocol, ConsumerProtocolMemberAssignment
@@ -130,7 +130,7 @@ def leader_rebalance(
     )
 
 
-def run_leader_story(
+def leader_rounds(
     shape: Shape,
     *,
     leave: bool = True,
@@ -139,28 +139,31 @@ def run_leader_story(
     trace: bool = False,
     steps: bool = False,
     standby_offset: int = drivers.END_OFFSET,
-) -> dict[str, Any]:
+) -> Iterator[tuple[str, Round]]:
     """A fresh group's first rebalance, then the second (after the last instance leaves, or
     with everyone when ``leave`` is false, as Kafka's scale test), then with ``stable`` a third
-    with the second's members; each round's figures and the worker's peak memory."""
+    with the second's members; one round at a time, so a caller can stop between rounds."""
     cluster = drivers.cluster_for(shape)
     instances = drivers.ours(shape, drivers.topology_for(shape), standby_offset=standby_offset)
     leader_members, rest = instances[0], [m for group in instances[1:] for m in group]
-    rebalance: Callable[[list[Member]], Round] = lambda others: leader_rebalance(  # noqa: E731
-        leader_members, others, cluster, sample=sample, trace=trace, steps=steps
-    )
-    rounds = {"first": rebalance(rest)}
-    remaining = [m for group in instances[1:-1] for m in group] if leave else rest
+
+    def rebalance(others: list[Member]) -> Round:
+        return leader_rebalance(
+            leader_members, others, cluster, sample=sample, trace=trace, steps=steps
+        )
+
+    yield "first", rebalance(rest)
     if leave and len(instances) == 1:
-        return _summaries(rounds)
-    rounds["second"] = rebalance(remaining)
+        return
+    remaining = [m for group in instances[1:-1] for m in group] if leave else rest
+    yield "second", rebalance(remaining)
     if stable:
-        rounds["stable"] = rebalance(remaining)
-    return _summaries(rounds)
+        yield "stable", rebalance(remaining)
 
 
-def _summaries(rounds: dict[str, Round]) -> dict[str, Any]:
-    out: dict[str, Any] = {name: r.summary() for name, r in rounds.items()}
+def run_leader_story(shape: Shape, **options: Any) -> dict[str, Any]:
+    """Every round of :func:`leader_rounds`; each round's figures and the peak memory."""
+    out: dict[str, Any] = {name: r.summary() for name, r in leader_rounds(shape, **options)}
     out["rss_mib"] = _rss_mib()
     return out
 
@@ -171,6 +174,25 @@ OPS: dict[str, Callable[..., Any]] = {}
 def op(fn: Callable[..., Any]) -> Callable[..., Any]:
     OPS[fn.__name__] = fn
     return fn
+
+
+_open: list[Iterator[tuple[str, Round]]] = []
+
+
+@op
+def leader_open(shape: dict[str, Any], **options: Any) -> None:
+    """Start a story to be run round by round with ``leader_next`` (one open at a time)."""
+    _open.clear()
+    _open.append(leader_rounds(Shape.of(shape), **options))
+
+
+@op
+def leader_next() -> dict[str, Any] | None:
+    """The open story's next round (``None`` when it has no more), with the peak memory."""
+    for name, result in _open[0] if _open else ():
+        return {"name": name, **result.summary(), "rss_mib": _rss_mib()}
+    _open.clear()
+    return None
 
 
 @op

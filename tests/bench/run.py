@@ -464,11 +464,14 @@ def growth(report: Report, quick: bool, runs: int, budget_s: float) -> None:
                      endpoints=endpoints)
         started = time.perf_counter()
         try:
-            results, traced = _growth_point(shape, runs, budget.next(), left)
-        except WorkerFailed as error:
-            section.notes.append(f"P={p:,} C={c:,} not measured: stopped after "
-                                 f"{time.perf_counter() - started:.0f} s ({str(error)[:200]}).")
+            results, traced, stopped = _growth_point(shape, runs, budget.next(), left)
+        except WorkerFailed as error:  # the warm-up itself failed
+            results, traced, stopped = [], None, str(error)[:200]
+        if stopped:
+            section.notes.append(f"P={p:,} C={c:,}: {stopped} "
+                                 f"({time.perf_counter() - started:.0f} s in all).")
             print(section.notes[-1], flush=True)
+        if not results:
             continue
         for curve, p2, c2 in points:  # print as measured: a failure later keeps these
             if (p2, c2) == (p, c):
@@ -477,19 +480,42 @@ def growth(report: Report, quick: bool, runs: int, budget_s: float) -> None:
 
 def _growth_point(
     shape: dict[str, Any], runs: int, budget_s: float, left_s: float
-) -> tuple[list[Any], Any]:
+) -> tuple[list[Any], Any, str]:
+    """Up to ``runs`` stories of one point, round by round in a fresh worker, within
+    ``budget_s`` (at least one story) and never past ``left_s``: a round still running then is
+    stopped with its worker, and the rounds already done are kept. Returns the stories, one
+    traced story (or None) and what stopped the point early ("" if nothing did)."""
     worker = Worker("growth")
+    deadline = time.perf_counter() + left_s
+    results: list[dict[str, Any]] = []
+    story: dict[str, Any] = {}
     try:
         worker.call("leader_story", shape=dict(shape, partitions=1000, instances=10))  # warm
-        story = functools.partial(worker.call, "leader_story", shape=shape, stable=True,
-                                  timeout=left_s)
-        results = interleave([("ours", story)], runs, budget_s)["ours"]
+        started = time.perf_counter()
+        for _ in range(runs):
+            worker.call("leader_open", shape=shape, stable=True)
+            story = {}
+            while (got := worker.call(
+                "leader_next", timeout=max(deadline - time.perf_counter(), 1.0)
+            )) is not None:
+                story[got["name"]] = got
+                story["rss_mib"] = got["rss_mib"]
+            results.append(story)
+            if time.perf_counter() - started > budget_s:
+                break
         # One traced run for the peak (tracing slows it 2-3x), unless a run already takes long.
         one_run_s = sum(results[0][r]["assign_ms"] for r in ("first", "second")) / 1000
         traced = None
         if one_run_s < 5:
-            traced = worker.call("leader_story", shape=shape, trace=True, timeout=left_s)
-        return results, traced
+            traced = worker.call("leader_story", shape=shape, trace=True,
+                                 timeout=max(deadline - time.perf_counter(), 1.0))
+        return results, traced, ""
+    except WorkerFailed as error:
+        if not results and "first" in story:
+            results.append(story)
+        done = ", ".join(k for k in ("first", "second", "stable") if k in story) or "no round"
+        return results, None, (f"stopped at the section's deadline after {left_s:.0f} s "
+                               f"({done} finished in the run under way): {str(error)[:160]}")
     finally:
         worker.close()
 
@@ -501,17 +527,24 @@ def _growth_rows(
     errors = sorted({r[rnd]["error"] for r in results for rnd in ("first", "second", "stable")
                      if r.get(rnd, {}).get("error")})
     for rnd in ("first", "second", "stable"):
-        fig = Figure.of([r[rnd]["assign_ms"] for r in results])
-        member = Figure.of([r[rnd]["member_ms"] for r in results])
-        assert fig is not None and member is not None
-        limit = limit_ms(p, 1)
         big = p == 100_000 and c == 1000 and rnd != "stable"
+        point = f"{p:,}" + (" (no endpoints)" if p * 2 > MAX_HOST_MAP_PARTITIONS else "")
+        fig = Figure.of([r[rnd]["assign_ms"] for r in results if rnd in r])
+        member = Figure.of([r[rnd]["member_ms"] for r in results if rnd in r])
+        if fig is None or member is None:
+            Report.row(section, table, [
+                curve, point, f"{c:,}", rnd, "not finished", "-", "-", "-", f"{rss:,.0f}", "-",
+                "misses must (did not finish)" if big else "-",
+            ], {"kind": "growth", "curve": curve, "partitions": p, "members": c,
+                "rebalance": rnd, "ours_ms": None, "rss_mib": rss, "errors": errors})
+            continue
+        limit = limit_ms(p, 1)
         peak = traced[rnd]["peak_mib"] if traced and rnd in traced else None
         Report.row(section, table, [
-            curve, f"{p:,}" + (" (no endpoints)" if p * 2 > MAX_HOST_MAP_PARTITIONS else ""),
-            f"{c:,}", rnd, fig.text(),
+            curve, point, f"{c:,}", rnd, fig.text(),
             f"{fig.median / (p * 2 / 10_000):.1f}", f"{fig.median / limit:,.0f}x",
-            number_text(member.median), f"{rss:,.0f}", f"{peak:.1f}" if peak is not None else "-",
+            number_text(member.median), f"{rss:,.0f}",
+            f"{peak:.1f}" if peak is not None else "-",
             f"leader answered {errors[0][:120]}" if errors
             else BIG_GROUP_MS.verdict(fig) if big else "-",
         ], {"kind": "growth", "curve": curve, "partitions": p, "members": c,
@@ -568,9 +601,13 @@ def summary(report: Report) -> None:
             if (d.get("kind") == "growth" and d["partitions"] == 100_000
                     and d["members"] == 1000 and d["rebalance"] != "stable"
                     and d["curve"].startswith("partitions")):
-                ms = d["ours_ms"]["median"]
-                rows.setdefault(BIG_GROUP_MS.name, []).append(
-                    (where, ms, BIG_GROUP_MS.verdict(Figure((ms,)))))
+                if d["ours_ms"] is None:  # did not finish before the section's deadline
+                    rows.setdefault(BIG_GROUP_MS.name, []).append(
+                        (where + " (did not finish)", float("inf"), "misses must"))
+                else:
+                    ms = d["ours_ms"]["median"]
+                    rows.setdefault(BIG_GROUP_MS.name, []).append(
+                        (where, ms, BIG_GROUP_MS.verdict(Figure((ms,)))))
     for name, found in rows.items():
         worst = max(found, key=lambda f: f[1])
         count = {v: sum(1 for f in found if f[2].startswith(v)) for v in
