@@ -31,7 +31,7 @@ import gc
 import time
 import tracemalloc
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
@@ -58,6 +58,7 @@ class Shape:
     threads: int = 1
     standbys: int = 0
     topics: int = 1  # 1: events; 2: events + clicks, copartitioned
+    endpoints: bool = True  # ours: each process has an endpoint, so host maps are sent
 
     @property
     def source_topics(self) -> list[str]:
@@ -100,6 +101,9 @@ class Round:
     join_bytes: list[int]  # JoinGroup metadata bytes per member
     sync_bytes: list[int]  # SyncGroup assignment bytes per member
     peak_mib: float | None = None
+    joined: dict[str, bytes] = field(default_factory=dict, repr=False)  # JoinGroup bytes
+    steps_ms: dict[str, float] | None = None  # tests/bench/steps.py, when asked
+    error: str = ""  # the leader answered with an error code (ours, leader-only hosting)
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -110,6 +114,8 @@ class Round:
             "sync_bytes_max": max(self.sync_bytes),
             "sync_bytes_group": sum(self.sync_bytes),
             "peak_mib": self.peak_mib,
+            "steps_ms": self.steps_ms,
+            "error": self.error,
         }
 
 
@@ -150,6 +156,7 @@ def rebalance(
         join_bytes=[len(joined[mid]) for mid, _, _ in members],
         sync_bytes=[len(synced[mid]) for mid, _, _ in members],
         peak_mib=peak,
+        joined=joined,
     )
 
 
@@ -189,11 +196,14 @@ def ours(shape: Shape, topology: Topology, standby_offset: int = END_OFFSET) -> 
             topology,
             config,
             process_id=ProcessId.for_int(c + 1),
-            endpoint=HostInfo(f"host-{c}", 8080),
+            endpoint=HostInfo(f"host-{c}", 8080) if shape.endpoints else None,
             state=local_state,
         )
         holder.append(process)
-        process.set_changelog_end_offsets(ends)
+        if c == 0:
+            # Only the leader reads them, and each process copies the map: at 100,000
+            # partitions over 1,000 instances, copies everywhere took 5 GB.
+            process.set_changelog_end_offsets(ends)
         instances.append(
             [
                 (member_id(c * shape.threads + t), process.new_assignor(), topics)

@@ -142,9 +142,10 @@ class Figure:
 
     def text(self, unit: str = "") -> str:
         n = len(self.values)
-        spread = f" ({_num(min(self.values))}-{_num(max(self.values))})" if n > 1 else ""
+        low, high = number_text(min(self.values)), number_text(max(self.values))
+        spread = f" ({low}-{high})" if n > 1 else ""
         runs = f" n={n}" if n < 5 else ""
-        return f"{_num(self.median)}{unit}{spread}{runs}"
+        return f"{number_text(self.median)}{unit}{spread}{runs}"
 
     def data(self) -> dict[str, Any]:
         return {
@@ -162,7 +163,7 @@ def ratio(ours: Sequence[float | None], theirs: Sequence[float | None]) -> Figur
     )
 
 
-def _num(value: float) -> str:
+def number_text(value: float) -> str:
     if value >= 100:
         return f"{value:,.0f}"
     if value >= 10:

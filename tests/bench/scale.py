@@ -41,7 +41,7 @@ def _prepare(name: str) -> dict[str, Any]:
         tasks = [TaskId(0, p) for p in range(partitions)]
         config = AssignorConfig.model_validate({"num.standby.replicas": standbys})
         first = _clients(n_clients, threads, tasks, None)
-        result = HighAvailabilityTaskAssignor().assign(first, tasks, tasks, config)
+        result = HighAvailabilityTaskAssignor().place_tasks(first, tasks, tasks, config)
         second = _clients(n_clients, threads, tasks, result)
         _prepared[name] = {"tasks": tasks, "config": config, "clients": {1: first, 2: second}}
     prepared: dict[str, Any] = _prepared[name]
@@ -72,7 +72,7 @@ def scale_like_for_like(name: str, round_no: int) -> dict[str, float]:
     clients = prepared["clients"][round_no]
     gc.collect()  # a long-lived worker's earlier garbage is not this run's cost
     started = time.perf_counter()
-    result: TaskAssignment = HighAvailabilityTaskAssignor().assign(
+    result: TaskAssignment = HighAvailabilityTaskAssignor().place_tasks(
         clients, prepared["tasks"], prepared["tasks"], prepared["config"]
     )
     ha = time.perf_counter()

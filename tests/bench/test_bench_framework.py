@@ -108,3 +108,25 @@ def test_the_bench_path_would_see_a_leader_comparing_host_maps_per_member(
     drivers.rebalance(members, cluster)
     host_map_partitions = shape.partitions * (1 + shape.standbys)
     assert during and during[0] < 3 * host_map_partitions  # per member it would be 20x that
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_light_members_send_the_join_bytes_of_fully_fed_members(threads: int) -> None:
+    # The growth section hosts only the leader's process; every other member reads its answer
+    # with the host maps cut to its own endpoint. What it subscribes with next must not change.
+    from tests.bench.leader_only import leader_rebalance
+
+    shape = drivers.Shape(partitions=24, instances=4, threads=threads, standbys=1)
+    cluster = drivers.cluster_for(shape)
+    full = drivers.ours(shape, drivers.topology_for(shape))
+    light = drivers.ours(shape, drivers.topology_for(shape))
+    everyone = [m for group in full for m in group]
+    staying = [m for group in full[:-1] for m in group]
+    light_rest = [m for group in light[1:] for m in group]
+    light_staying = [m for group in light[1:-1] for m in group]
+    rounds = [(everyone, light_rest), (staying, light_staying), (staying, light_staying)]
+    for full_members, light_members in rounds:
+        expected = drivers.rebalance(full_members, cluster)
+        got = leader_rebalance(light[0], light_members, cluster, sample=1)
+        assert got.joined == expected.joined
+        assert got.sync_bytes == expected.sync_bytes

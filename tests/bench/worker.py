@@ -20,9 +20,9 @@ def main() -> int:
     answers = os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1)
     sys.stdout = sys.stderr  # library prints must not corrupt the answer channel
     logging.basicConfig(level=logging.ERROR)
-    from tests.bench import drivers, scale
+    from tests.bench import drivers, leader_only, scale
 
-    ops = {**drivers.OPS, **scale.OPS}
+    ops = {**drivers.OPS, **scale.OPS, **leader_only.OPS}
     for line in sys.stdin:
         if not line.strip():
             continue

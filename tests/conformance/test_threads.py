@@ -1,8 +1,9 @@
 """Tasks -> threads equals Kafka's ``assignTasksToThreads`` exactly, on seeded random clients.
 
-Each scenario is one client (1-8 consumers) with random assigned actives/standbys and random
-per-consumer offset sums (including -2, -3 and corrupt sums beyond the end); one family packs
-many tasks into one hash bucket so Java's HashSet resizes early and builds tree bins. The Java
+Each scenario is one client (1-8 consumers, sometimes 20-300) with random assigned actives and
+standbys and random per-consumer offset sums (including -2, -3 and corrupt sums beyond the
+end); one family packs many tasks into one hash bucket so Java's HashSet resizes early and
+builds tree bins. The Java
 side is the real, package-private static method, called by reflection (see ``ThreadsOp.java``).
 Every mismatch names its seed; rerun one with ``THREADS_SEED=<seed>``.
 """
@@ -49,7 +50,10 @@ def scenario(seed: int) -> dict[str, Any]:
     stateful_share = rng.random()
     stateful = [t for t in tasks if rng.random() < stateful_share]
     end = {t: rng.choice([0, rng.randrange(1, 10_000), 2**62]) for t in stateful}
-    consumers = [f"consumer-{rng.randrange(10**6):06d}-{i}" for i in range(rng.randint(1, 8))]
+    # Mostly 1-8 threads; sometimes many (Kafka's ManyThreadsPerClient has 1,000), so the
+    # floor is often 0 and most threads take nothing or one task.
+    threads = rng.randint(1, 8) if rng.random() < 0.85 else rng.randint(20, 300)
+    consumers = [f"consumer-{rng.randrange(10**6):06d}-{i}" for i in range(threads)]
     rng.shuffle(consumers)
     active_share = rng.random()
     active = [t for t in tasks if rng.random() < active_share]

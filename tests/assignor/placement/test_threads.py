@@ -111,6 +111,7 @@ def test_single_thread_client_shortcut_gives_what_the_full_passes_give() -> None
         stateful_active: frozenset[TaskId]
         stateless_active: frozenset[TaskId]
         standby: frozenset[TaskId]
+        previous_tasks_by_consumer: dict[str, frozenset[TaskId]]
 
         def prev_tasks_by_lag(self, consumer: str) -> tuple[TaskId, ...]:
             return (TaskId(0, 3), TaskId(0, 1))
@@ -120,6 +121,7 @@ def test_single_thread_client_shortcut_gives_what_the_full_passes_give() -> None
         frozenset(TaskId(0, p) for p in range(6)),
         frozenset(TaskId(2, p) for p in range(3)),
         frozenset(TaskId(1, p) for p in range(4)),
+        {"only": frozenset({TaskId(0, 3), TaskId(0, 1)})},
     )
     fast = distribute_client_tasks(client)
     full = distribute_tasks(
@@ -132,3 +134,54 @@ def test_single_thread_client_shortcut_gives_what_the_full_passes_give() -> None
     assert sorted(fast.active["only"]) == sorted(full.active["only"])
     assert sorted(fast.standby["only"]) == sorted(full.standby["only"])
     assert len(fast.active["only"]) == 9 and len(fast.standby["only"]) == 4
+
+
+def test_consumers_follow_java_string_order_not_code_points() -> None:
+    # U+10000 is a surrogate pair in UTF-16 (0xD800 ...), so Java sorts it before U+FFFF,
+    # while Python's code points put it after: the first consumer in Java's order takes 0_0.
+    high, bmp = "\U00010000", "\uffff"
+    result = distribute_tasks([bmp, high], [t("0_0"), t("0_1")], [], [], {})
+    assert result.active == {high: [t("0_0")], bmp: [t("0_1")]}
+
+
+def test_many_threads_client_reads_only_the_consumers_that_reported_tasks() -> None:
+    # 50 threads, 2 of which held tasks: what the client path gives is the full passes' answer
+    # with every consumer's (mostly empty) previous tasks, and idle threads map to no tasks.
+    from dataclasses import dataclass as _dataclass
+
+    from assignor.placement.threads import distribute_client_tasks
+
+    consumers = tuple(f"c{i:02d}" for i in range(50))
+    reported = {"c07": (t("0_3"), t("0_1")), "c31": (t("1_2"),)}
+
+    @_dataclass
+    class ManyThreads:
+        consumers: tuple[str, ...]
+        stateful_active: frozenset[TaskId]
+        stateless_active: frozenset[TaskId]
+        standby: frozenset[TaskId]
+        previous_tasks_by_consumer: dict[str, frozenset[TaskId]]
+
+        def prev_tasks_by_lag(self, consumer: str) -> tuple[TaskId, ...]:
+            return reported.get(consumer, ())
+
+    client = ManyThreads(
+        consumers,
+        frozenset(TaskId(0, p) for p in range(6)),
+        frozenset(TaskId(2, p) for p in range(3)),
+        frozenset(TaskId(1, p) for p in range(4)),
+        {c: frozenset(reported.get(c, ())) for c in consumers},
+    )
+    fast = distribute_client_tasks(client)
+    full = distribute_tasks(
+        consumers,
+        client.stateful_active,
+        client.standby,
+        client.stateless_active,
+        {c: client.prev_tasks_by_lag(c) for c in consumers},
+    )
+    assert fast == full
+    assert set(fast.active) == set(consumers)
+    # Floor 0: a previous owner takes back its smallest task (then it is no longer at the floor).
+    assert fast.active["c07"] == [t("0_1")]
+    assert sum(1 for c in consumers if not fast.active[c] and not fast.standby[c]) == 37
