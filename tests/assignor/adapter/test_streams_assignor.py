@@ -335,3 +335,39 @@ async def test_shutdown_request_rejoins_every_bound_consumer() -> None:
         process.new_assignor().bind(SimpleNamespace(_coordinator=coordinator))
     process.request_shutdown()
     assert [c.rejoins for c in coordinators] == [1, 1]
+
+
+@pytest.mark.parametrize("enabled_before", [True, False])
+@pytest.mark.parametrize("broken", [False, True])
+def test_the_collector_is_held_off_during_assign_and_restored(
+    enabled_before: bool, broken: bool
+) -> None:
+    """The leader's decision runs with automatic garbage collection off (it would scan the whole
+    application's heap mid-decision); afterwards the collector is as it was, also on failure."""
+    import gc
+
+    processes = [_process(1)]
+    processes[0].set_changelog_end_offsets(_end_offsets())
+    assignors = _group(processes, [1])
+    seen: list[bool] = []
+
+    def partitions_for_topic(topic: str) -> set[int] | None:
+        seen.append(gc.isenabled())
+        if broken:
+            raise RuntimeError("metadata gone")
+        return set(range(COUNTS[topic])) if topic in COUNTS else None
+
+    cluster = SimpleNamespace(partitions_for_topic=partitions_for_topic)
+    meta = ConsumerProtocolMemberMetadata.decode(
+        assignors["m0-0"].metadata(sorted(processes[0].source_topics)).encode()
+    )
+    (gc.enable if enabled_before else gc.disable)()
+    try:
+        answers = assignors["m0-0"].assign(cluster, {"m0-0": meta})
+        assert gc.isenabled() is enabled_before
+    finally:
+        gc.enable()
+    assert seen and not any(seen)
+    info = processes[0].codec.decode_assignment(answers["m0-0"].user_data)
+    expected = AssignorError.ASSIGNMENT_ERROR if broken else AssignorError.NONE
+    assert info.error_code == expected
