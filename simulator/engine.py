@@ -160,25 +160,34 @@ class Replay:
     def advance(self) -> None:
         self.state.advance(self.clock.time())
 
-    def refresh_end_offsets(self, process: StreamsProcess, *, force: bool = False) -> None:
+    def refresh_end_offsets(self, process: StreamsProcess) -> None:
         """What the adapter's rebalance listener does before every join: refresh the process's
-        changelog end-offset snapshot unless it is younger than the adapter's maximum age
-        (``force``: whatever its age, for the leader's fetch inside ``HostedAssignor.assign``).
-
-        One read-only snapshot per virtual instant is shared by every process (nothing in the
-        adapter mutates it): building and copying thousands of offsets per consumer cost more
-        than the assignor on groups of hundreds of members."""
+        changelog end-offset snapshot unless it is younger than the adapter's maximum age.
+        The leader's fetch right before ``assign()`` is the adapter's own hook
+        (``assignor.adapter.assign_time_offsets``), which reads :meth:`read_end_offsets`."""
         now_ms = int(self.clock.time() * 1000)
         fetched = process.end_offsets_fetched_at_ms
-        if (not force and fetched is not None and process.changelog_end_offsets is not None
+        if (fetched is not None and process.changelog_end_offsets is not None
                 and now_ms - fetched < DEFAULT_END_OFFSETS_MAX_AGE_MS):
             return
+        process.changelog_end_offsets = self._end_offsets_now(now_ms)
+        process.end_offsets_fetched_at_ms = now_ms
+
+    async def read_end_offsets(self) -> Mapping[TopicPartition, int]:
+        """The simulated changelogs' end offsets now: the ``end_offsets_reader`` of every
+        simulated ``StreamsProcess`` (what ``ChangelogOffsetsReader`` is for a real one)."""
+        self.advance()
+        return self._end_offsets_now(int(self.clock.time() * 1000))
+
+    def _end_offsets_now(self, now_ms: int) -> Mapping[TopicPartition, int]:
+        """One read-only snapshot per virtual instant, shared by every process (nothing in the
+        adapter mutates it): building and copying thousands of offsets per consumer cost more
+        than the assignor on groups of hundreds of members."""
         key = (now_ms, id(self.layout))
         if self._snapshot is None or self._snapshot[0] != key:
             offsets = self.state.end_offsets(self.layout.changelogs)
             self._snapshot = (key, MappingProxyType(offsets))
-        process.changelog_end_offsets = self._snapshot[1]
-        process.end_offsets_fetched_at_ms = now_ms
+        return self._snapshot[1]
 
     # -- processes ----------------------------------------------------------------------------
     def _process_id(self, sim: SimulatedProcess) -> ProcessId:
@@ -212,6 +221,7 @@ class Replay:
                 endpoint=endpoint,
                 state=lambda: self.state.offset_sums(name),
                 codec=Codec(sim.version),
+                end_offsets_reader=self.read_end_offsets,
                 clock_ms=lambda: int(clock.time() * 1000),
             )
         for thread in range(spec.threads):

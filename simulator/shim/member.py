@@ -296,20 +296,9 @@ class ShimMember:
 
     async def _lead(self, response: JoinGroupResponse) -> bytes | None:
         protocol = response.protocol_name or ""
-        assignor = self._assignor(protocol)
-        members = {}
-        undecodable = []
-        for member_id, _instance, metadata in response.members:
-            try:
-                members[member_id] = ConsumerProtocol.METADATA.decode(metadata)
-            except Exception as error:  # another client's bytes: not this member's fault
-                undecodable.append(member_id)
-                self._log("metadata-undecodable",
-                          f"{member_id}: {len(metadata)} B, {type(error).__name__}: {error}; "
-                          "left out of assign(), given an empty assignment")
         started = time.perf_counter()
         try:
-            assignments = assignor.assign(self.cluster, members)
+            assignments, undecodable = await self._perform_assignment(response)
             encoded = []
             for member_id, assignment in assignments.items():
                 data = assignment if isinstance(assignment, bytes) else assignment.encode()
@@ -324,10 +313,30 @@ class ShimMember:
         self.assign_calls += 1
         encoded.extend((member_id, _EMPTY_ASSIGNMENT) for member_id in undecodable)
         self._log("assigned", f"generation {self.generation}, protocol {protocol}, "
-                              f"{len(members)} members")
+                              f"{len(assignments)} members")
         if self.assign_delay_ms > 0:
             await self.clock.sleep(self.assign_delay_ms / 1000.0)
         return await self._sync(tuple(encoded))
+
+    async def _perform_assignment(
+        self, response: JoinGroupResponse
+    ) -> tuple[Mapping[str, Any], list[str]]:
+        """aiokafka's ``GroupCoordinator._perform_assignment``: decode the subscriptions, call
+        ``assign()`` synchronously. A coroutine under the same name, so that the adapter's
+        assign-time end-offset hook (``assignor.adapter.assign_time_offsets``) wraps it here as
+        it wraps aiokafka's. Also returns the members whose metadata could not be decoded."""
+        assignor = self._assignor(response.protocol_name or "")
+        members = {}
+        undecodable = []
+        for member_id, _instance, metadata in response.members:
+            try:
+                members[member_id] = ConsumerProtocol.METADATA.decode(metadata)
+            except Exception as error:  # another client's bytes: not this member's fault
+                undecodable.append(member_id)
+                self._log("metadata-undecodable",
+                          f"{member_id}: {len(metadata)} B, {type(error).__name__}: {error}; "
+                          "left out of assign(), given an empty assignment")
+        return assignor.assign(self.cluster, members), undecodable
 
     async def _sync(self, assignments: tuple[tuple[str, bytes], ...]) -> bytes | None:
         assert self._rejoin is not None
