@@ -76,7 +76,7 @@ def install_assign_time_refresh(
         raise AssignTimeRefreshUnsupportedError(
             f"{type(coordinator).__name__} has no _perform_assignment coroutine to hook"
         )
-    setattr(coordinator, "_perform_assignment", _refreshing(original, process, timeout_s))
+    coordinator._perform_assignment = _refreshing(original, process, timeout_s)
     setattr(coordinator, _MARK, True)
     return True
 

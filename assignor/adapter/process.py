@@ -7,8 +7,8 @@ aiokafka keeps no per-assignor state of its own, so nothing may live on the assi
 (aiokafka #1175). The process holds what its threads share: the topology and config, the process
 id, the local-state provider, the snapshot of changelog end offsets the leader's synchronous
 ``assign()`` needs (refreshed before each join, in ``on_partitions_revoked``, which aiokafka
-awaits, and again by the leader right before ``assign()``: see
-``assignor.adapter.assign_time_offsets``), who runs what, the leader's memory between generations, and the listeners.
+awaits, and by the leader right before ``assign()``: ``assignor.adapter.assign_time_offsets``),
+who runs what, the leader's memory between generations, and the listeners.
 """
 
 from __future__ import annotations
@@ -156,7 +156,8 @@ class StreamsProcess:
 
         For a consumer you build yourself: pass the assignor as its only
         ``partition_assignment_strategy``, call ``assignor.bind(consumer)`` (follow-up
-        rebalances, and the leader's end offsets read right before ``assign()``) and ``assignor.adapter.topic_creation.disable_topic_auto_creation(consumer)``
+        rebalances, and the leader's end offsets read right before ``assign()``) and
+        ``assignor.adapter.topic_creation.disable_topic_auto_creation(consumer)``
         (no auto-created internal topics); :meth:`create_consumer` does all three."""
         assignor = StreamsPartitionAssignor(self, len(self._assignors), group_instance_id)
         self._assignors.append(assignor)
