@@ -91,8 +91,9 @@ def host_map_json(host_map: Mapping[HostInfo, frozenset[TopicPartition]]) -> Jso
 def assignment_json(
     info: AssignmentInfo, partitions: Sequence[TopicPartition] | None = None
 ) -> JsonDict:
-    """:func:`assignment_view` for ``decode``, plus the raw error code and the follow-up in
-    words."""
+    """:func:`assignment_view` for ``decode``, plus what the bytes hold as they are: the active
+    task list (one entry per assigned partition, in order), the raw error code, and the
+    follow-up in words."""
     if info.next_rebalance_ms == NO_FOLLOWUP_REBALANCE:
         next_rebalance = "none"
     elif info.next_rebalance_ms == 0:
@@ -102,6 +103,7 @@ def assignment_json(
     return {
         "kind": "assignment",
         **assignment_view(info, partitions),
+        "active_task_list": [str(task) for task in info.active_tasks],
         "error_code": int(info.error_code),
         "next_rebalance": next_rebalance,
     }
