@@ -68,14 +68,19 @@ def install_assign_time_refresh(
     """Wrap ``coordinator._perform_assignment`` once; True if this call installed the hook.
 
     ``coordinator`` is a started consumer's ``_coordinator`` (aiokafka creates it in
-    ``start()``), or anything with the same coroutine (the simulator's members)."""
+    ``start()``), or anything with the same coroutine (the simulator's members). aiokafka's
+    own was checked at consumer creation; anything else without the coroutine (a test double,
+    another client) is left alone with a WARNING: it then assigns on the listener's snapshot."""
     if getattr(coordinator, _MARK, False):
         return False
     original = getattr(coordinator, "_perform_assignment", None)
     if original is None or not inspect.iscoroutinefunction(original):
-        raise AssignTimeRefreshUnsupportedError(
-            f"{type(coordinator).__name__} has no _perform_assignment coroutine to hook"
+        log.warning(
+            "%s has no _perform_assignment coroutine: as leader it assigns on the end offsets "
+            "read before its join, not at assign time", type(coordinator).__name__
         )
+        setattr(coordinator, _MARK, True)  # warn once per coordinator
+        return False
     coordinator._perform_assignment = _refreshing(original, process, timeout_s)
     setattr(coordinator, _MARK, True)
     return True

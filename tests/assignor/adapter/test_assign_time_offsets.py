@@ -119,7 +119,11 @@ async def test_an_aiokafka_consumer_gets_the_hook_once_started() -> None:
     assert coordinator.seen == [{CHANGELOG: 10}]
 
 
-def test_an_object_without_the_coroutine_is_refused() -> None:
+def test_a_coordinator_without_the_coroutine_is_left_alone_with_a_warning(
+        caplog: pytest.LogCaptureFixture) -> None:
     process = StreamsProcess(TOPOLOGY)
-    with pytest.raises(AssignTimeRefreshUnsupportedError, match="no _perform_assignment"):
-        install_assign_time_refresh(SimpleNamespace(), process, 1.0)
+    double = SimpleNamespace()
+    assert not install_assign_time_refresh(double, process, 1.0)
+    assert not install_assign_time_refresh(double, process, 1.0)
+    warnings = [r for r in caplog.records if "no _perform_assignment" in r.getMessage()]
+    assert len(warnings) == 1 and warnings[0].levelno == logging.WARNING
