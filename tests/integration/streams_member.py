@@ -16,6 +16,8 @@ OS process, one assignor per consumer), plus the topology the integration tests 
     refresh_loop: false -> no background refresh between joins (default true): end offsets are
         then read only before each join and by the leader right before assign(), as in an
         application using ``process.rebalance_listener()``
+    listener_snapshot_only: true -> the leader does not refresh end offsets right before
+        assign() (the adapter's hook is skipped): the control for the test that it matters
     following: true -> with restore_after_s, a restored standby keeps following the changelog:
         reported at this process's latest end offsets, not frozen at the first ones
 """
@@ -208,6 +210,8 @@ def streams(ctx: MemberContext) -> Any:
     process = _process(ctx)
     assignor = process.new_assignor(ctx.group_instance_id)
     assignor.before_join = _before_join(process, ctx)  # type: ignore[attr-defined]
+    if ctx.config.get("listener_snapshot_only"):
+        assignor._hook_leader_path = lambda: None  # type: ignore[method-assign]
     return assignor
 
 
