@@ -321,10 +321,9 @@ class ShimMember:
     async def _perform_assignment(
         self, response: JoinGroupResponse
     ) -> tuple[Mapping[str, Any], list[str]]:
-        """aiokafka's ``GroupCoordinator._perform_assignment``: decode the subscriptions, call
-        ``assign()`` synchronously. A coroutine under the same name, so that the adapter's
-        assign-time end-offset hook (``assignor.adapter.assign_time_offsets``) wraps it here as
-        it wraps aiokafka's. Also returns the members whose metadata could not be decoded."""
+        """aiokafka's coroutine of that name (decode, then a synchronous ``assign()``), named
+        alike so that ``assignor.adapter.assign_time_offsets`` hooks it here as it hooks
+        aiokafka's; also returns the members whose metadata could not be decoded."""
         assignor = self._assignor(response.protocol_name or "")
         members = {}
         undecodable = []
