@@ -6,6 +6,11 @@ offsets only before their own joins (``refresh_loop: false``, as an application 
 newcomer's warm-ups report the changelog ends as of their own join. Without the leader's fetch
 right before ``assign()``, a warm-up that joined after the leader reports an offset sum beyond
 the leader's snapshot, Kafka's rule makes its lag the whole end sum, and probing never stops.
+
+Measured once with ``listener_snapshot_only=True`` added to the config (the hook skipped): the
+newcomer reported sums one record past the leader's ends (659 > 658, 776 > 765, ...) for seven
+probing rebalances, and the test failed at its bound; it converged then only by luck. That
+control is not kept as a test: whether it fails depends on who joins first.
 """
 
 from __future__ import annotations
@@ -36,15 +41,19 @@ FILLED = 300
 
 
 async def _keep_writing(bootstrap: str, topics: list[str], stop: asyncio.Event) -> int:
-    """Append to every changelog partition, about 50 records/s each, until ``stop``."""
+    """Append to every changelog partition, up to about 50 records/s each, until ``stop``;
+    keyed, since changelogs are compacted."""
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
     await producer.start()
     rounds = 0
     try:
         while not stop.is_set():
-            for topic in topics:
-                for partition in range(PARTITIONS):
-                    await producer.send(topic, b"v", partition=partition)
+            sent = [
+                await producer.send(topic, b"v", key=b"k%d" % rounds, partition=partition)
+                for topic in topics
+                for partition in range(PARTITIONS)
+            ]
+            await asyncio.gather(*sent)  # delivered (a compacted topic refuses keyless records)
             rounds += 1
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), 0.02)
