@@ -296,7 +296,6 @@ class ShimMember:
 
     async def _lead(self, response: JoinGroupResponse) -> bytes | None:
         protocol = response.protocol_name or ""
-        started = time.perf_counter()
         try:
             assignments, undecodable = await self._perform_assignment(response)
             encoded = []
@@ -304,13 +303,9 @@ class ShimMember:
                 data = assignment if isinstance(assignment, bytes) else assignment.encode()
                 encoded.append((member_id, bytes(data)))
         except Exception as error:  # aiokafka wraps it in KafkaError and hands it to the app
-            self.assign_seconds += time.perf_counter() - started
-            self.assign_calls += 1
             self.error = error
             self._log("assign-failed", f"{type(error).__name__}: {error}")
             return None
-        self.assign_seconds += time.perf_counter() - started
-        self.assign_calls += 1
         encoded.extend((member_id, _EMPTY_ASSIGNMENT) for member_id in undecodable)
         self._log("assigned", f"generation {self.generation}, protocol {protocol}, "
                               f"{len(assignments)} members")
@@ -335,7 +330,12 @@ class ShimMember:
                 self._log("metadata-undecodable",
                           f"{member_id}: {len(metadata)} B, {type(error).__name__}: {error}; "
                           "left out of assign(), given an empty assignment")
-        return assignor.assign(self.cluster, members), undecodable
+        started = time.perf_counter()
+        try:
+            return assignor.assign(self.cluster, members), undecodable
+        finally:  # the assign() call alone: not the decoding, nor a hook's awaits before it
+            self.assign_seconds += time.perf_counter() - started
+            self.assign_calls += 1
 
     async def _sync(self, assignments: tuple[tuple[str, bytes], ...]) -> bytes | None:
         assert self._rejoin is not None
