@@ -9,7 +9,7 @@ version, schedule a follow-up rebalance). Kafka Streams does the same in
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from assignor.topology.model import Topology
@@ -73,6 +73,10 @@ class MemberAssignment:
     error: AssignorError = AssignorError.NONE
     error_detail: str = ""
     changelogs: TaskPartitions = field(default_factory=dict)
+    #: False when the leader sent only this member's own endpoint entry in the host maps (a
+    #: group too large for every member to carry every endpoint, see ``docs/wire-format.md``):
+    #: the group's maps are then the union of every member's, :func:`merge_host_maps`.
+    host_maps_complete: bool = True
 
     @property
     def restore_partitions(self) -> frozenset[TopicPartition]:
@@ -158,6 +162,7 @@ def interpret_assignment(
         standby_tasks=dict(info.standby_tasks),
         partitions_by_host=dict(info.partitions_by_host),
         standby_partitions_by_host=dict(info.standby_partitions_by_host),
+        host_maps_complete=info.host_maps_complete,
         changes=diff_tasks(previous, active, info.standby_tasks),
         changelogs=(
             changelog_partitions(topology, {**active, **info.standby_tasks})
@@ -181,6 +186,24 @@ def interpret_assignment(
             assignment, next_version, info.next_rebalance_ms, "probing rebalance scheduled"
         )
     return MemberDecision(assignment, next_version, None)
+
+
+def merge_host_maps(
+    assignments: Iterable[AssignmentInfo],
+) -> tuple[dict[HostInfo, frozenset[TopicPartition]], dict[HostInfo, frozenset[TopicPartition]]]:
+    """The group's host maps (active, standby) from its members' assignments of one generation.
+
+    A complete assignment already holds them; otherwise each member holds its own endpoint's
+    entry and the group's maps are their union (what ``DescribeGroups`` returns is enough).
+    """
+    active: dict[HostInfo, frozenset[TopicPartition]] = {}
+    standby: dict[HostInfo, frozenset[TopicPartition]] = {}
+    for info in assignments:
+        if info.host_maps_complete:
+            return dict(info.partitions_by_host), dict(info.standby_partitions_by_host)
+        active.update(info.partitions_by_host)
+        standby.update(info.standby_partitions_by_host)
+    return active, standby
 
 
 def diff_tasks(

@@ -6,6 +6,8 @@ Top level is one msgpack array; ``A`` is the kind marker (0x41)::
     v2  [2, common, A, topics, active, standby, hosts, standby_hosts, error_code, next_rebalance_ms]
     v3  [3, common, A, topics, topologies, active, standby, hosts, standby_hosts, error_code,
          next_rebalance_ms]
+    v4  [4, common, A, error_code, topics, topologies, active, standby, complete, hosts,
+         standby_hosts, next_rebalance_ms]
 
 ``topics`` is a dictionary of topic names (those of the host maps, sorted, then those only the
 standby tasks mention, sorted); partitions elsewhere name their topic by index.
@@ -14,6 +16,13 @@ each task as three ints ``k, s, p`` where ``k`` is 0 (no named topology) or 1 + 
 ``topologies``. ``standby`` is ``[[task ints..., t0, q0, t1, q1, ...], ...]`` (topic index,
 partition, in the model's order). A host map is ``[[host, port, [t, q0, q1 - q0, ...], ...], ...]``
 with topics ascending and partitions delta-coded, so a partition usually costs one byte.
+
+Version 4 moves the error code to the fourth field (any older reader sees it, see
+``protocol.codec``) and adds ``complete``: 1 when the host maps are the whole group's, 0 when they
+hold only the receiving member's own endpoint (at most one entry each). Every member of a large
+group carrying every endpoint is what outgrows the broker's group record; with ``complete = 0``
+the group's record holds each endpoint's entry once per consumer of that endpoint instead of once
+per member of the group. ``docs/wire-format.md`` has the byte layout and the measurements.
 """
 
 from __future__ import annotations
@@ -46,12 +55,18 @@ from protocol._read import (
     task_id,
     topic_partition,
 )
+from protocol.errors import AssignorError
 from protocol.ids import INT32_MAX, INT64_MAX, HostInfo, TaskId, TopicPartition, task_order
-from protocol.messages import NAMED_TOPOLOGY_VERSION, NO_FOLLOWUP_REBALANCE, AssignmentInfo
+from protocol.messages import (
+    HEADER_ERROR_CODE_VERSION,
+    HOST_SCOPE_VERSION,
+    NAMED_TOPOLOGY_VERSION,
+    NO_FOLLOWUP_REBALANCE,
+    AssignmentInfo,
+)
 
 #: Number of top-level fields per version.
-FIELDS = {1: 8, 2: 10, 3: 11}
-#: First version that carries named-topology task ids.
+FIELDS = {1: 8, 2: 10, 3: 11, 4: 12}
 
 HostMap = Mapping[HostInfo, frozenset[TopicPartition]]
 _TOPIC = attrgetter("topic")
@@ -139,6 +154,11 @@ def encode(info: AssignmentInfo, version: int, hosts: HostSection) -> bytes:
             f"cannot write a version {version} assignment whose commonly supported version is "
             f"only {info.commonly_supported_version}"
         )
+    if not info.host_maps_complete and version < HOST_SCOPE_VERSION:
+        raise ValueError(
+            f"host maps of the member's own endpoint only need assignment version "
+            f"{HOST_SCOPE_VERSION} or later: an older reader would take them for the group's"
+        )
     overlap = set(info.active_tasks).intersection(info.standby_tasks)
     if overlap:
         raise ValueError(f"tasks {sorted(map(str, overlap))} are both active and standby")
@@ -189,11 +209,17 @@ def encode(info: AssignmentInfo, version: int, hosts: HostSection) -> bytes:
         for tp in partitions:
             entry += [topic_index[tp.topic], tp.partition]
         standby.append(entry)
-    before: list[object] = [version, info.commonly_supported_version, KIND_ASSIGNMENT, topics]
+    header_code = version >= HEADER_ERROR_CODE_VERSION
+    before: list[object] = [version, info.commonly_supported_version, KIND_ASSIGNMENT]
+    if header_code:
+        before.append(int(info.error_code))
+    before.append(topics)
     if named:
         before.append(topologies)
     before += [active, standby]
-    after: list[object] = [int(info.error_code)]
+    if version >= HOST_SCOPE_VERSION:
+        before.append(int(info.host_maps_complete))
+    after: list[object] = [] if header_code else [int(info.error_code)]
     if version >= 2:
         after.append(info.next_rebalance_ms)
     host_fields = 2 if version >= 2 else 1
@@ -241,20 +267,28 @@ def decode(reader: Reader, fields: int, version: int, common: int) -> Assignment
     expected = FIELDS[version]
     if fields != expected:
         fail("payload", f"a version {version} assignment has {expected} fields, not {fields}")
+    header_code = version >= HEADER_ERROR_CODE_VERSION
+    code = error_code(reader.value("error_code")) if header_code else AssignorError.NONE
     topics = _decode_names(reader, "topics", MAX_TOPICS, 249)
     named = version >= NAMED_TOPOLOGY_VERSION
     topologies = _decode_names(reader, "topologies", MAX_NAMED_TOPOLOGIES, None) if named else []
     active = _decode_active(reader, topologies, named)
     standby = _decode_standby(reader, topics, topologies, named, MAX_MEMBER_TASKS - len(active))
+    complete = True
+    max_hosts = MAX_HOSTS
+    if version >= HOST_SCOPE_VERSION:
+        complete = bool(reader.integer("host_maps_complete", 0, 1))
+        max_hosts = MAX_HOSTS if complete else 1  # only the member's own endpoint
     budget = [MAX_HOST_MAP_PARTITIONS]  # partitions both host maps may still list
-    partitions_by_host = _decode_hosts(reader, topics, "partitions_by_host", budget)
+    partitions_by_host = _decode_hosts(reader, topics, "partitions_by_host", budget, max_hosts)
     standby_partitions_by_host: dict[HostInfo, frozenset[TopicPartition]] = {}
     next_rebalance_ms = NO_FOLLOWUP_REBALANCE
     if version >= 2:
         standby_partitions_by_host = _decode_hosts(
-            reader, topics, "standby_partitions_by_host", budget
+            reader, topics, "standby_partitions_by_host", budget, max_hosts
         )
-    code = error_code(reader.value("error_code"))
+    if not header_code:
+        code = error_code(reader.value("error_code"))
     if version >= 2:
         next_rebalance_ms = reader.integer("next_rebalance_ms", 0, INT64_MAX)
     reader.finish()
@@ -270,6 +304,7 @@ def decode(reader: Reader, fields: int, version: int, common: int) -> Assignment
         standby_partitions_by_host=standby_partitions_by_host,
         error_code=code,
         next_rebalance_ms=next_rebalance_ms,
+        host_maps_complete=complete,
     )
 
 
@@ -398,14 +433,15 @@ def _partition(topics: list[str], index: object, partition: object, field: str) 
 
 
 def _decode_hosts(
-    reader: Reader, topics: list[str], name: str, budget: list[int]
+    reader: Reader, topics: list[str], name: str, budget: list[int], max_hosts: int
 ) -> dict[HostInfo, frozenset[TopicPartition]]:
-    """One host map; ``budget[0]`` is how many partitions both maps may still list, and each
-    topic group's declared length is checked against it before its partitions are read."""
+    """One host map of at most ``max_hosts`` entries; ``budget[0]`` is how many partitions both
+    maps may still list, and each topic group's declared length is checked against it before its
+    partitions are read."""
     known = interned_partitions().get
     value = reader.value
     hosts: dict[HostInfo, frozenset[TopicPartition]] = {}
-    for index in range(reader.array(name, MAX_HOSTS)):
+    for index in range(reader.array(name, max_hosts)):
         field = f"{name}[{index}]"
         # Topics ascend within an entry, so an entry has at most one group per topic.
         length = reader.array(field, 2 + len(topics))

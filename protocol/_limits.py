@@ -67,8 +67,9 @@ MAX_STANDBY_PARTITIONS: Final = 65_536
 MAX_HOST_MAP_PARTITIONS: Final = 131_072
 
 #: Endpoints in one host map: one per Kafka Streams instance with ``application.server`` set.
-#: Every member's assignment carries every endpoint, so a group's record grows with the square
-#: of its size: 4,096 instances is beyond what fits even in a 100 MiB record.
+#: Up to version 3 every member's assignment carries every endpoint, so a group's record grows
+#: with the square of its size: 4,096 instances is beyond what fits even in a 100 MiB record.
+#: Version 4 sends large groups each member's own endpoint only (``docs/wire-format.md``).
 MAX_HOSTS: Final = 4_096
 
 #: Names in an assignment's topic dictionary (source and changelog topics of the application).

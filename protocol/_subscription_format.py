@@ -6,12 +6,15 @@ Top level is one msgpack array; ``S`` is the kind marker (0x53)::
     v2  [2, latest, S, process_id, endpoint, offset_sums, unique_field, error_code]
     v3  [3, latest, S, process_id, endpoint, offset_sums_named, unique_field, error_code,
          client_tags, rack_id, group_instance_id]
+    v4  [4, latest, S, error_code, process_id, endpoint, offset_sums_named, unique_field,
+         client_tags, rack_id, group_instance_id]
 
 ``process_id`` is 16 raw bytes; ``endpoint`` is nil or ``[host, port]``. Offset sums are grouped
 by subtopology, partitions sorted and delta-coded, sums inline, so a task costs 2-10 bytes
 instead of Kafka's 18: ``[[subtopology, p0, sum0, p1 - p0, sum1, ...], ...]``. Version 3 puts the
 named topology (nil or a string) in front of each group. Version 3 also carries what Kafka sends
 outside the Streams user data and aiokafka drops: the rack id and ``group.instance.id``.
+Version 4 only moves the error code to the fourth field, where any older reader finds it.
 """
 
 from __future__ import annotations
@@ -37,10 +40,10 @@ from protocol._read import (
 )
 from protocol.errors import AssignorError
 from protocol.ids import INT32_MAX, INT64_MAX, HostInfo, TaskId, java_string_key
-from protocol.messages import NAMED_TOPOLOGY_VERSION, SubscriptionInfo
+from protocol.messages import HEADER_ERROR_CODE_VERSION, NAMED_TOPOLOGY_VERSION, SubscriptionInfo
 
 #: Number of top-level fields per version.
-FIELDS = {1: 6, 2: 8, 3: 11}
+FIELDS = {1: 6, 2: 8, 3: 11, 4: 11}
 #: First version that carries named-topology task ids.
 
 
@@ -55,12 +58,19 @@ def encode(info: SubscriptionInfo, version: int) -> list[object]:
         version,
         info.latest_supported_version,
         KIND_SUBSCRIPTION,
+    ]
+    header_code = version >= HEADER_ERROR_CODE_VERSION
+    if header_code:
+        items.append(int(info.error_code))
+    items += [
         info.process_id.uuid.bytes,
         None if endpoint is None else [endpoint.host, endpoint.port],
         _encode_offset_sums(info.task_offset_sums, named=version >= NAMED_TOPOLOGY_VERSION),
     ]
     if version >= 2:
-        items += [info.unique_field, int(info.error_code)]
+        items.append(info.unique_field)
+        if not header_code:
+            items.append(int(info.error_code))
     if version >= 3:
         items += [
             _encode_tags(info.client_tags),
@@ -120,12 +130,16 @@ def decode(reader: Reader, fields: int, version: int, latest: int) -> Subscripti
     client_tags: dict[str, str] = {}
     rack_id = None
     group_instance_id = None
+    header_code = version >= HEADER_ERROR_CODE_VERSION
+    if header_code:
+        code = error_code(reader.value("error_code"))
     pid = process_id(reader.value("process_id"))
     endpoint = _decode_endpoint(reader)
     sums = _decode_offset_sums(reader, named=version >= NAMED_TOPOLOGY_VERSION)
     if version >= 2:
         unique_field = reader.integer("unique_field", 0, 255)
-        code = error_code(reader.value("error_code"))
+        if not header_code:
+            code = error_code(reader.value("error_code"))
     if version >= 3:
         client_tags = _decode_tags(reader)
         rack_id = reader.optional_text("rack_id")

@@ -14,9 +14,11 @@ version    subscription adds                       assignment adds
 2          unique field, error code                standby partitions by host, next rebalance
 3          client tags, rack id, group instance    named topologies
            id, named topologies
+4          (error code moved to the fourth field)  host maps of the member's own endpoint only
+                                                   when the group's would not fit the broker
 =========  ======================================  ==========================================
 
-From version 4 on (not written yet), every payload keeps its error code as the fourth field,
+From version 4 on, every payload keeps its error code as the fourth field,
 ``[version, second, kind, error_code, ...]``, and this reader already takes it from any payload
 newer than itself: a member of a newer build that asks for a shutdown is heard at once, not only
 after version probing has made it downgrade (``VersionHeader.error_code``). Versions 1 to 3 keep
@@ -25,7 +27,8 @@ the error code further in, so an older build reading them learns only the versio
 Writing an older version drops what it lacks: a v2 subscription loses ``client_tags``,
 ``rack_id`` and ``group_instance_id``; a v1 one loses ``unique_field`` and ``error_code`` too;
 a v1 assignment loses ``standby_partitions_by_host`` and ``next_rebalance_ms``. Tasks of a named
-topology cannot be written below version 3 (``ValueError``), as in Kafka. The reader fills
+topology cannot be written below version 3 (``ValueError``), as in Kafka, and host maps of the
+member's own endpoint only (``host_maps_complete=False``) not below version 4. The reader fills
 missing fields with the model's defaults.
 
 Decoding is bounded (see ``protocol._limits``) and raises only ``ProtocolError``.
@@ -60,7 +63,7 @@ from protocol.messages import (
     VersionHeader,
 )
 
-LATEST_VERSION: Final = 3
+LATEST_VERSION: Final = 4
 SUPPORTED_VERSIONS: Final = tuple(range(1, LATEST_VERSION + 1))
 
 Kind = Literal["subscription", "assignment"]
@@ -111,12 +114,30 @@ class Codec:
     def encode_assignment(self, info: AssignmentInfo, version: int | None = None) -> bytes:
         """Write ``info`` at ``version`` (default ``info.version``); see the module for drops."""
         version = self._version_to_write(version, info.version, "assignment")
+        hosts = self._host_section(info, version)
+        return _checked_size(_assignment_format.encode(info, version, hosts), KIND_ASSIGNMENT)
+
+    def _host_section(self, info: AssignmentInfo, version: int) -> _assignment_format.HostSection:
+        """The packed host maps of ``info``: the kept ones when equal, else packed and kept.
+
+        A member's own-endpoint maps (``host_maps_complete=False``) are packed without
+        replacing the kept section: they differ for every member, and the group's full maps may
+        still be needed by members of an older version.
+        """
         kept = self._hosts
         hosts = kept.reuse(info, version) if kept is not None else None
         if hosts is None:
             hosts = _assignment_format.host_section(info, version)
+            if not info.host_maps_complete:
+                return hosts
         self._hosts = hosts
-        return _checked_size(_assignment_format.encode(info, version, hosts), KIND_ASSIGNMENT)
+        return hosts
+
+    def host_maps_bytes(self, info: AssignmentInfo, version: int) -> int:
+        """Bytes the host maps of ``info`` take at ``version`` (packed once, then kept for the
+        members' encodes): a leader weighs them against the broker's group record."""
+        version = self._version_to_write(version, info.version, "assignment")
+        return len(self._host_section(info, version).packed)
 
     def decode_subscription(self, data: bytes) -> SubscriptionInfo | VersionHeader:
         """Read a subscription, or only its header when it is newer than this codec."""

@@ -104,6 +104,8 @@ def assignment_json(
         "kind": "assignment",
         **assignment_view(info, partitions),
         "active_task_list": [str(task) for task in info.active_tasks],
+        # False: the maps hold only this member's own endpoint (version 4, a large group)
+        "host_maps_complete": info.host_maps_complete,
         "error_code": int(info.error_code),
         "next_rebalance": next_rebalance,
     }

@@ -22,6 +22,8 @@ UNKNOWN_OFFSET_SUM: Final = -3
 NO_FOLLOWUP_REBALANCE: Final = INT64_MAX
 #: The first version (of both messages) that carries tasks of named topologies.
 NAMED_TOPOLOGY_VERSION: Final = 3
+#: The first assignment version that may carry only the receiving member's own host-map entry.
+HOST_SCOPE_VERSION: Final = 4
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
@@ -105,6 +107,11 @@ class AssignmentInfo(BaseModel):
     )
     error_code: AssignorError = AssignorError.NONE
     next_rebalance_ms: int = Field(default=NO_FOLLOWUP_REBALANCE, ge=0, le=INT64_MAX)
+    #: True: the host maps are the whole group's. False (version 4 on): they hold only the
+    #: entry of the receiving member's own endpoint, because every member carrying every
+    #: endpoint would not fit the broker's group record (see ``docs/wire-format.md``); the
+    #: group's full maps are then the union of all members' entries.
+    host_maps_complete: bool = True
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:
@@ -117,6 +124,15 @@ class AssignmentInfo(BaseModel):
         if both:
             raise ValueError(
                 f"tasks {sorted(both)} are assigned to this member both as active and standby"
+            )
+        if not self.host_maps_complete and (
+            self.version < HOST_SCOPE_VERSION
+            or len(self.partitions_by_host) > 1
+            or len(self.standby_partitions_by_host) > 1
+        ):
+            raise ValueError(
+                "host maps of the member's own endpoint only hold at most one endpoint and need "
+                f"version {HOST_SCOPE_VERSION} or later"
             )
         return self
 

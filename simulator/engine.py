@@ -43,18 +43,13 @@ from simulator.hosting import (
     HostedAssignor,
     SimulatedProcess,
     crash,
+    force_rejoin,
     peer_assignor,
     start_member,
     stop_member,
 )
 from simulator.layout import cluster_layout
-from simulator.metrics import (
-    Ownership,
-    RebalanceRow,
-    ScenarioRow,
-    Thread,
-    Violation,
-)
+from simulator.metrics import Ownership, RebalanceRow, ScenarioRow, Thread, Violation
 from simulator.scenarios import (
     OUR_ASSIGNORS,
     AddPartitionsEvent,
@@ -319,6 +314,8 @@ class Replay:
             self._later(0.0, lambda: self.pause(sim, event.duration_s))
         elif isinstance(event, AddPartitionsEvent):
             self._add_partitions(event.topics)
+        elif event.kind == "rejoin":
+            force_rejoin(self.coordinator, self.sims[event.process], event.by)
         elif isinstance(event, LoseTagEvent):
             for sim in self.sims.values():
                 spec = sim.spec

@@ -29,7 +29,7 @@ from protocol.ids import TaskId
 from simulator.faust_peer import FAUST, faust_assignor, read_faust_assignment
 from simulator.metrics import ownership_from_partitions
 from simulator.scenarios import GroupTimeouts, ProcessSpec, Scenario
-from simulator.shim import GroupCoordinator, ShimMember, VirtualClock
+from simulator.shim import GroupCoordinator, LeaveGroupRequest, ShimMember, VirtualClock
 from simulator.state import StateModel
 
 #: Turns of the event loop (no virtual time passes) given to a member before and while it crashes.
@@ -249,12 +249,27 @@ def start_member(
     return member.start()
 
 
+def force_rejoin(coordinator: GroupCoordinator, sim: SimulatedProcess, by: str) -> None:
+    """``RejoinEvent``: each running consumer of ``sim`` asks to rejoin (``by = "member"``), or
+    the coordinator removes it as an operator's LeaveGroup naming its member id would
+    (``by = "coordinator"``; the consumer finds out at its next heartbeat)."""
+    for member in sim.members:
+        if not member.running:
+            continue
+        if by == "member":
+            member.request_rejoin()
+        elif member.member_id:
+            coordinator.leave(LeaveGroupRequest(member.group_id, ((member.member_id, None),)))
+
+
 __all__ = [
     "HostedAssignor",
     "SimulatedProcess",
     "Simulation",
     "crash",
+    "force_rejoin",
     "peer_assignor",
     "start_member",
     "stop_member",
 ]
+

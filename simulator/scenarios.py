@@ -228,13 +228,26 @@ class LoseTagEvent(_EventBase):
     wipe: bool = False
 
 
+class RejoinEvent(_EventBase):
+    """A running process's consumers rejoin with nothing else changed.
+
+    ``by = "member"``: its assignor asked (aiokafka's ``request_rejoin()``, what a follow-up or
+    an endpoint change does). ``by = "coordinator"``: an operator removed its members from the
+    group (Admin's ``removeMembersFromConsumerGroup``); the group rebalances without them, and
+    they learn it from a heartbeat's ``UNKNOWN_MEMBER_ID`` and join again as new members."""
+
+    kind: Literal["rejoin"] = "rejoin"
+    process: str
+    by: Literal["member", "coordinator"] = "member"
+
+
 Event = Annotated[
     JoinEvent | LeaveEvent | CrashEvent | RestartEvent | PauseEvent | UpgradeEvent
-    | AddPartitionsEvent | LoseTagEvent,
+    | AddPartitionsEvent | LoseTagEvent | RejoinEvent,
     Field(discriminator="kind"),
 ]
 EVENT_KINDS = ("join", "leave", "crash", "restart", "pause", "upgrade", "add_partitions",
-               "lose_tag")
+               "lose_tag", "rejoin")
 
 
 class Scenario(_Strict):
@@ -467,6 +480,7 @@ __all__ = [
     "LoseTagEvent",
     "PauseEvent",
     "ProcessSpec",
+    "RejoinEvent",
     "RestartEvent",
     "Scenario",
     "ScenarioError",

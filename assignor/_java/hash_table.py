@@ -125,6 +125,60 @@ def hash_set_order(
     return list(table)
 
 
+class SubsetOrders:
+    """Iteration orders of new ``HashSet``s, each filled once with some of one fixed family of
+    keys (numbered ``0 .. n-1`` by ``spread_hashes``, compared as ints in tree bins).
+
+    Kafka's constrained poll builds such a set on every poll (the passed-over clients, or all of
+    them). As in :func:`hash_set_order`: when no bucket ever holds nine keys the order is by
+    bucket of the final table, then by insertion; here each table length's buckets are computed
+    once for the family, so the check and the sort run at C speed.
+    """
+
+    __slots__ = ("_buckets", "_roomy", "_spread")
+
+    def __init__(self, spread_hashes: Sequence[int]) -> None:
+        self._spread = spread_hashes
+        self._buckets: dict[int, list[int]] = {}
+        # per table length: True if even the whole family puts at most eight keys in a bucket
+        self._roomy: dict[int, bool] = {}
+
+    def _of_length(self, length: int) -> list[int]:
+        buckets = self._buckets.get(length)
+        if buckets is None:
+            mask = length - 1
+            buckets = self._buckets[length] = [h & mask for h in self._spread]
+        return buckets
+
+    def _family_roomy(self, length: int) -> bool:
+        roomy = self._roomy.get(length)
+        if roomy is None:
+            crowd = Counter(self._of_length(length))
+            roomy = self._roomy[length] = max(crowd.values()) <= TREEIFY_THRESHOLD
+        return roomy
+
+    def order(self, elements: list[int]) -> list[int]:
+        """``elements``, added in this order, in the order the set iterates them."""
+        count = len(elements)
+        if count < 2:
+            return list(elements)
+        final = grown_table_length(count)
+        if count > TREEIFY_THRESHOLD:
+            length = DEFAULT_CAPACITY
+            while True:
+                held = elements if length >= final else elements[: int(length * 0.75) + 1]
+                if len(held) > TREEIFY_THRESHOLD and not self._family_roomy(length):
+                    crowd = Counter(map(self._of_length(length).__getitem__, held))
+                    if max(crowd.values()) > TREEIFY_THRESHOLD:
+                        spread_hashes = self._spread
+                        positions = hash_set_order([spread_hashes[e] for e in elements], elements)
+                        return [elements[i] for i in positions]
+                if length >= final:
+                    break
+                length <<= 1
+        return sorted(elements, key=self._of_length(final).__getitem__)
+
+
 class JavaHashSet(Generic[K]):
     """A set that iterates like ``java.util.HashSet`` (or a ``HashMap``'s key set).
 

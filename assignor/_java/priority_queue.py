@@ -15,6 +15,7 @@ and the caller may change them at any time, exactly as Kafka does.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from operator import le
 from typing import Any
 
 
@@ -94,13 +95,13 @@ class JavaPriorityQueue:
         return True
 
     def is_heap_ordered(self) -> bool:
-        """No parent above its child by the current keys (keys may have changed since)."""
-        queue = self.queue
-        keys = self.keys
-        for child in range(1, len(queue)):
-            if keys[queue[(child - 1) >> 1]] > keys[queue[child]]:
-                return False
-        return True
+        """No parent above its child by the current keys (keys may have changed since).
+
+        Slot ``i``'s children are ``2i+1`` and ``2i+2``: the left children, in slot order, pair
+        with the parents in slot order, and so do the right children.
+        """
+        ranked = list(map(self.keys.__getitem__, self.queue))
+        return all(map(le, ranked, ranked[1::2])) and all(map(le, ranked, ranked[2::2]))
 
     def refill(self, elements: Iterable[int]) -> None:
         """``clear()``, then ``offer`` each element in turn (``siftUp`` inlined: hot path)."""

@@ -28,6 +28,7 @@ from assignor.cli.group_input import GroupInputError, read_group
 from assignor.cli.render import member_to_data, placements_to_data
 from assignor.leader.model import LeaderResult, MemberResult
 from assignor.leader.pipeline import assign_group
+from assignor.member import merge_host_maps
 from protocol.codec import Codec
 from protocol.errors import ProtocolError
 from protocol.ids import TaskId, TopicPartition, task_order
@@ -104,15 +105,11 @@ def describe_data(
         "members": members,
         "processes": _processes(group, decoded),
     }
-    host_source = next(
-        (d.assignment for _, d in sorted(decoded.items()) if d.assignment is not None), None
+    active_hosts, standby_hosts = merge_host_maps(
+        d.assignment for _, d in sorted(decoded.items()) if d.assignment is not None
     )
-    data["partitions_by_host"] = (
-        host_map_json(host_source.partitions_by_host) if host_source else {}
-    )
-    data["standby_partitions_by_host"] = (
-        host_map_json(host_source.standby_partitions_by_host) if host_source else {}
-    )
+    data["partitions_by_host"] = host_map_json(active_hosts)
+    data["standby_partitions_by_host"] = host_map_json(standby_hosts)
     if replay_input is None:
         return data
     description = read_group(dict(replay_input))

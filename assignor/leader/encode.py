@@ -9,13 +9,23 @@ from assignor.leader.model import DecodedGroup, MemberResult
 from assignor.placement.client_state import ClientState
 from assignor.placement.threads import ThreadAssignment
 from assignor.topology.tasks import TaskLayout
+from protocol._limits import KAFKA_GROUP_RECORD_BYTES
 from protocol.codec import Codec
 from protocol.errors import AssignorError
 from protocol.ids import HostInfo, ProcessId, TopicPartition
-from protocol.messages import NO_FOLLOWUP_REBALANCE, AssignmentInfo
+from protocol.messages import HOST_SCOPE_VERSION, NO_FOLLOWUP_REBALANCE, AssignmentInfo
 
 PartitionsByHost = dict[HostInfo, frozenset[TopicPartition]]
 HostMaps = tuple[PartitionsByHost, PartitionsByHost]
+
+#: Most bytes the copies of the group's host maps may take in one rebalance's assignments
+#: together. The broker keeps every member's subscription and assignment in one
+#: ``__consumer_offsets`` record of at most ``message.max.bytes`` (1,048,588 by default) and
+#: fails the SyncGroup with UNKNOWN_SERVER_ERROR beyond it (measured in
+#: ``tests/integration/test_group_record_limit.py``); half of it leaves room for the
+#: subscriptions, member ids and task lists. Beyond it (version 4 on), each member receives only
+#: its own endpoint's entry, so the maps cost once per group instead of once per member.
+GROUP_HOST_MAPS_BUDGET_BYTES = KAFKA_GROUP_RECORD_BYTES // 2
 
 
 def host_maps(clients: Mapping[ProcessId, ClientState], layout: TaskLayout) -> HostMaps:
@@ -46,7 +56,14 @@ def encode_members(
     followup_consumer: str | None,
     followup_at_ms: int,
 ) -> dict[str, MemberResult]:
-    """One ``AssignmentInfo`` per member, its active tasks aligned with its sorted partitions."""
+    """One ``AssignmentInfo`` per member, its active tasks aligned with its sorted partitions.
+
+    From version 4 on, when every member carrying the whole group's host maps would exceed
+    ``GROUP_HOST_MAPS_BUDGET_BYTES``, each member carries only its own endpoint's entry.
+    """
+    own_only = used_version >= HOST_SCOPE_VERSION and _over_budget(
+        hosts, codec, used_version, commonly_supported, len(decoded.process_of)
+    )
     results: dict[str, MemberResult] = {}
     for member_id, process_id in decoded.process_of.items():
         thread = threads[process_id]
@@ -56,17 +73,22 @@ def encode_members(
         standby = {
             task: tuple(sorted(layout.tasks[task])) for task in thread.standby.get(member_id, ())
         }
+        member_hosts = hosts
+        if own_only:
+            subscription = decoded.subscriptions.get(member_id)
+            member_hosts = _own_entry(hosts, subscription.user_endpoint if subscription else None)
         info = AssignmentInfo.model_construct(
             version=used_version,
             commonly_supported_version=commonly_supported,
             active_tasks=tuple(task for _, task in pairs),
             standby_tasks=standby,
-            partitions_by_host=hosts[0],
-            standby_partitions_by_host=hosts[1],
+            partitions_by_host=member_hosts[0],
+            standby_partitions_by_host=member_hosts[1],
             error_code=AssignorError.NONE,
             next_rebalance_ms=(
                 followup_at_ms if member_id == followup_consumer else NO_FOLLOWUP_REBALANCE
             ),
+            host_maps_complete=not own_only,
         )
         partitions = tuple(tp for tp, _ in pairs)
         results[member_id] = MemberResult(
@@ -75,4 +97,34 @@ def encode_members(
     return results
 
 
-__all__ = ["HostMaps", "PartitionsByHost", "encode_members", "host_maps"]
+def _over_budget(
+    hosts: HostMaps, codec: Codec, version: int, commonly_supported: int, members: int
+) -> bool:
+    """Whether ``members`` copies of the group's packed host maps exceed the budget."""
+    if not hosts[0] and not hosts[1]:
+        return False
+    probe = AssignmentInfo.model_construct(
+        version=version,
+        commonly_supported_version=commonly_supported,
+        partitions_by_host=hosts[0],
+        standby_partitions_by_host=hosts[1],
+    )
+    return members * codec.host_maps_bytes(probe, version) > GROUP_HOST_MAPS_BUDGET_BYTES
+
+
+def _own_entry(hosts: HostMaps, endpoint: HostInfo | None) -> HostMaps:
+    """The entries of ``endpoint`` alone (none when the member has no endpoint)."""
+    if endpoint is None:
+        return {}, {}
+    active = {endpoint: hosts[0][endpoint]} if endpoint in hosts[0] else {}
+    standby = {endpoint: hosts[1][endpoint]} if endpoint in hosts[1] else {}
+    return active, standby
+
+
+__all__ = [
+    "GROUP_HOST_MAPS_BUDGET_BYTES",
+    "HostMaps",
+    "PartitionsByHost",
+    "encode_members",
+    "host_maps",
+]

@@ -3,93 +3,313 @@
 Task movement keeps its candidate clients here. Kafka's class is a ``java.util.PriorityQueue``
 of clients ordered by (load, ``ProcessId``) plus a ``HashSet`` of the clients in it; ``poll``
 takes clients off the queue until one qualifies and puts the ones it passed over back from a
-new ``HashSet``, in that set's iteration order. Loads change while clients sit in the queue,
-so the answers depend on the queue's array and the set's order: both come from the one Java
-collections emulation, :mod:`assignor._java`.
+new ``HashSet``, in that set's iteration order. Loads change while clients sit in the queue
+(a client that gives a task away is re-offered only after a client that took one), so the
+queue's array can end up out of heap order, and then ``poll`` answers by the array layout, not
+by the true minimum: the array itself must be reproduced (:mod:`assignor._java`).
+
+Replaying every step is what made task movement slow (each poll pops and re-offers every client
+lighter than the answer). This class does the same steps lazily. From a *reset* (a poll nobody
+passes, which empties the queue and refills it in hash-set order: task movement does one per
+movement whenever no caught-up client holds a standby) it only logs what happens, and answers a
+poll from the keys whenever the queue is provably in heap order: keys are distinct (load, client),
+so a poll of an ordered heap answers the lightest qualifying client, whatever the layout. The
+queue is provably ordered after a reset and stays so while no client's key changes while it sits
+in the queue (a client re-offered right after its own key changed is fine: removing it compares
+only the others). Anything else (a poll once order may be lost, a reset that depends on the pop
+order) first rebuilds the real array by replaying the log from the reset with the keys each step
+saw, then continues exactly as Kafka does.
+
+The caller must append a client to ``touched`` whenever its key changes (the workspace does).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import bisect
+import heapq
+from collections.abc import Callable, Collection, Sequence
+from typing import Any
 
-from assignor._java.hash_table import grown_table_length, hash_set_order
+from assignor._java.hash_table import SubsetOrders, grown_table_length
 from assignor._java.priority_queue import JavaPriorityQueue
+
+_OFFER = 0
+_POLL = 1
+
+# One logged step: kind, client, and the keys (client, key) the replay must see from then on.
+_Step = tuple[int, int, tuple[tuple[int, Any], ...]]
 
 
 class ConstrainedPrioritySet:
-    """Kafka's ``ConstrainedPrioritySet`` over client indices, step for step.
+    """Kafka's ``ConstrainedPrioritySet`` over client indices ``0 .. n-1``.
 
     ``keys[c]`` is client ``c``'s (load, ``c``), read at every comparison (the caller updates
-    it); client numbers must sort as their ``ProcessId``s do. ``spread_hashes[c]`` is client
-    ``c``'s spread ``ProcessId`` hash (:func:`assignor._java.hash_codes.spread`).
+    it and appends ``c`` to ``touched``); client numbers must sort as their ``ProcessId``s do.
+    ``spread_hashes[c]`` is client ``c``'s spread ``ProcessId`` hash
+    (:func:`assignor._java.hash_codes.spread`).
     """
 
-    __slots__ = ("_all_in_hash_order", "_heap", "_present", "_settled", "_spread")
+    __slots__ = (
+        "_all_in_hash_order",
+        "_base_array",
+        "_base_keys",
+        "_base_order",
+        "_dirty",
+        "_heap",
+        "_keys",
+        "_log",
+        "_logged",
+        "_ordered",
+        "_orders",
+        "_present",
+        "_seen",
+        "_sorted",
+        "_sorted_key",
+        "_spread",
+        "_touched",
+    )
 
-    def __init__(self, keys: list[tuple[float, int]], spread_hashes: Sequence[int]) -> None:
+    def __init__(
+        self, keys: list[Any], spread_hashes: Sequence[int], touched: list[int]
+    ) -> None:
+        n = len(spread_hashes)
+        self._keys = keys
+        self._spread = spread_hashes
+        self._orders = SubsetOrders(spread_hashes)
+        self._touched = touched
+        self._seen = len(touched)
         self._heap = JavaPriorityQueue(keys)
         self._present: set[int] = set()
-        self._spread = spread_hashes
         self._all_in_hash_order: list[int] | None = None
-        # The keys a fast poll_none_valid last refilled the queue with, while nothing has
-        # touched the queue since: repeating it with the same keys reproduces the same array.
-        self._settled: list[tuple[float, int]] | None = None
+        # Every client's key in key order (stale only for clients in ``_dirty``), built when
+        # first needed.
+        self._sorted: list[Any] | None = None
+        self._sorted_key: list[Any] = [None] * n
+        self._dirty: set[int] = set()
+        # The lazy state: ``_log`` is None while ``_heap`` is the real queue; otherwise the real
+        # queue is the reset's (``_base_array``, or a refill in ``_base_order``, or in the hash
+        # order of the clients sorted by ``_base_keys``) followed by the logged steps.
+        self._log: list[_Step] | None = None
+        self._base_array: list[int] | None = None
+        self._base_order: list[int] | None = None
+        self._base_keys: list[Any] = []
+        # the key the replay compares a client by, so far, where it is not ``_base_keys``'s
+        self._logged: dict[int, Any] = {}
+        self._ordered = False  # the real queue is in heap order by the keys the log holds
+
+    # --- Kafka's operations --------------------------------------------------------------------
 
     def offer(self, client: int) -> None:
-        self._settled = None
-        if client in self._present:
-            self._heap.remove(client)
-        else:
+        touched = self._touched
+        if len(touched) > self._seen:
+            self._dirty.update(touched[self._seen :])
+            self._seen = len(touched)
+        keys = self._keys
+        if self._log is not None:
+            overrides: tuple[tuple[int, Any], ...] = ((client, keys[client]),)
+            dirty = self._dirty
+            if dirty and (len(dirty) > 1 or client not in dirty):
+                others = [c for c in self._changed() if c != client]
+                if others and not self._same_outcomes(client, others):
+                    self._ordered = False
+                    overrides = tuple((c, keys[c]) for c in others) + overrides
+            logged = self._logged
+            for c, key in overrides:
+                logged[c] = key
+            self._log.append((_OFFER, client, overrides))
             self._present.add(client)
-        self._heap.offer(client)
+        else:
+            _heap_offer(self._heap, self._present, client)
+        if self._sorted is not None:
+            self._resort(client)
+        else:
+            self._dirty.discard(client)
 
     def offer_all(self, clients: Sequence[int]) -> None:
         for client in clients:
             self.offer(client)
 
-    def poll(self, valid: Callable[[int], bool]) -> int | None:
-        self._settled = None
-        heap = self._heap
-        present = self._present
-        skipped: list[int] = []
-        while heap.queue:
-            client = heap.poll()
-            assert client is not None
-            present.discard(client)
-            if valid(client):
-                self._offer_skipped(skipped)
-                return client
-            skipped.append(client)
-        self._offer_skipped(skipped)
-        return None
+    def poll(
+        self, valid: Callable[[int], bool], candidates: Collection[int] | None = None
+    ) -> int | None:
+        """The lightest client that passes ``valid``; ``candidates``, if given, holds every
+        client that can pass (the rest are known to fail)."""
+        self._drain()
+        if self._log is not None and self._ordered and not self._changed():
+            found = self._lightest(valid, candidates)
+            if found is not None:
+                self._log.append((_POLL, found, ()))
+                self._present.discard(found)
+                return found
+            if len(self._present) == len(self._spread):
+                self._reset_ordered()  # Kafka popped everyone and refilled: a reset
+                return None
+        self._materialize()
+        found = _heap_poll(self._heap, self._present, valid, self._orders)
+        if found is None:
+            self._after_exact_reset()
+        return found
 
     def poll_none_valid(self) -> None:
-        """What ``poll`` does when the caller knows no client qualifies: empty, then refill.
+        """What ``poll`` does when the caller knows no client qualifies: empty, then refill."""
+        self._drain()
+        all_present = len(self._present) == len(self._spread)
+        if (
+            self._log is not None
+            and all_present
+            and (self._hash_order() is not None or (self._ordered and not self._changed()))
+        ):
+            self._reset_ordered()
+            return
+        self._materialize()
+        if all_present and self._hash_order() is not None:
+            self._heap.refill(self._hash_order() or [])
+        elif all_present and self._heap.is_heap_ordered():
+            self._start(None, None)  # the pops would come out sorted
+            return
+        else:
+            _heap_poll(self._heap, self._present, lambda client: False, self._orders)
+        self._after_exact_reset()
 
-        Equal to ``poll`` in that case, without replaying every pop: when the heap is in order
-        the pops come out sorted, and when no two clients share a hash bucket the refill order
-        does not even depend on the pop order. Otherwise the pops are replayed. Done twice in a
-        row with the same loads, the second changes nothing and is skipped.
+    def layout(self) -> list[int]:
+        """The real queue's array (Java's iteration order), rebuilt if need be; changes nothing."""
+        if self._log is None:
+            return list(self._heap)
+        heap, _ = self._replay()
+        return list(heap)
+
+    # --- the lazy state -----------------------------------------------------------------------
+
+    def _drain(self) -> None:
+        touched = self._touched
+        if len(touched) > self._seen:
+            self._dirty.update(touched[self._seen :])
+            self._seen = len(touched)
+
+    def _changed(self) -> list[int]:
+        """Clients in the queue whose key is not the one the replay compares them by."""
+        keys = self._keys
+        logged = self._logged
+        base = self._base_keys
+        present = self._present
+        return [
+            c for c in self._dirty if c in present and keys[c] != logged.get(c, base[c])
+        ]
+
+    def _same_outcomes(self, client: int, others: list[int]) -> bool:
+        """Whether inserting ``client`` compares it with each changed client exactly as it
+        would with that client's old key: then the queue stays in order by the old keys (an
+        insert compares only the new key with its ancestors), and the changed clients keep
+        their old keys in the log. Task movement: the source takes a task while the
+        destination, still queued, gives it away; they compare alike unless their loads meet.
         """
-        heap = self._heap
-        keys = heap.keys
-        if self._settled is not None and self._settled == keys:
-            return
-        if len(self._present) != len(self._spread):
-            self.poll(lambda client: False)
-            return
-        order = self._all_hash_order()
-        if order is None:
-            if not heap.is_heap_ordered():
-                self.poll(lambda client: False)
-                return
-            popped = sorted(heap.queue, key=keys.__getitem__)
-            spread_hashes = self._spread
-            order = [popped[i] for i in hash_set_order([spread_hashes[c] for c in popped], popped)]
-        heap.refill(order)
-        self._settled = list(keys)
+        if client in self._present:
+            return False  # a removal first: it compares other clients with each other
+        keys = self._keys
+        key = keys[client]
+        logged = self._logged
+        base = self._base_keys
+        return all((key < keys[c]) == (key < logged.get(c, base[c])) for c in others)
 
-    def _all_hash_order(self) -> list[int] | None:
+    def _resort(self, client: int) -> None:
+        assert self._sorted is not None
+        key = self._keys[client]
+        old = self._sorted_key[client]
+        if old is not None:
+            if old == key:
+                self._dirty.discard(client)
+                return
+            del self._sorted[bisect.bisect_left(self._sorted, old)]
+        bisect.insort(self._sorted, key)
+        self._sorted_key[client] = key
+        self._dirty.discard(client)
+
+    def _lightest(
+        self, valid: Callable[[int], bool], candidates: Collection[int] | None
+    ) -> int | None:
+        present = self._present
+        if candidates is None:
+            if self._sorted is None:
+                # the queued clients' keys are all current here (nothing changed)
+                self._sorted = sorted(self._keys)
+                self._sorted_key = list(self._keys)
+                self._dirty.clear()
+            for key in self._sorted:
+                client: int = key[1]
+                if client in present and valid(client):
+                    return client
+            return None
+        keys = self._keys
+        best: int | None = None
+        best_key: Any = None
+        for client in candidates:
+            if client in present and valid(client):
+                key = keys[client]
+                if best is None or key < best_key:
+                    best, best_key = client, key
+        return best
+
+    def _start(self, order: list[int] | None, array: list[int] | None) -> None:
+        """A new lazy stretch from a reset: every client in the queue, in heap order."""
+        if self._sorted is not None:
+            for client in list(self._dirty):
+                self._resort(client)
+        self._dirty.clear()
+        self._log = []
+        self._base_order = order
+        self._base_array = array
+        self._base_keys = list(self._keys)
+        self._logged = {}
+        self._ordered = True
+
+    def _reset_ordered(self) -> None:
+        """Kafka's reset from a queue in heap order (or with a pop-order-free refill)."""
+        self._start(self._hash_order(), None)
+
+    def _after_exact_reset(self) -> None:
+        """After the real queue did a reset, continue lazily from its array."""
+        if len(self._present) == len(self._spread):
+            self._start(None, list(self._heap.queue))
+
+    def _materialize(self) -> None:
+        if self._log is not None:
+            self._heap, self._present = self._replay()
+            self._log = None
+            self._ordered = False
+
+    def _replay(self) -> tuple[JavaPriorityQueue, set[int]]:
+        assert self._log is not None
+        keys = list(self._base_keys)
+        heap = JavaPriorityQueue(keys)
+        if self._base_array is not None:
+            heap.queue = list(self._base_array)
+        else:
+            # A refill is JDK offers in turn, and heapq's push sifts up exactly as JDK's offer
+            # does (an element rises while strictly below its parent); keys are distinct and
+            # end in their client, so the array of keys gives the array of clients.
+            filled: list[Any] = []
+            push = heapq.heappush
+            for key in map(keys.__getitem__, self._base_order or self._sorted_hash_order(keys)):
+                push(filled, key)
+            heap.queue = [key[1] for key in filled]
+        present = set(range(len(self._spread)))
+        for kind, client, overrides in self._log:
+            for c, key in overrides:
+                keys[c] = key
+            if kind == _OFFER:
+                _heap_offer(heap, present, client)
+            else:
+                found = _heap_poll(heap, present, _only(client), self._orders)
+                assert found == client, "a logged poll replayed differently"
+        heap.keys = self._keys
+        return heap, present
+
+    def _sorted_hash_order(self, keys: list[Any]) -> list[int]:
+        """A reset's refill order when it depends on the pop order (clients sharing a bucket):
+        the pops of an ordered queue come out sorted."""
+        return self._orders.order(sorted(range(len(self._spread)), key=keys.__getitem__))
+
+    def _hash_order(self) -> list[int] | None:
         """Every client in hash-set order, if no two share a bucket of the final table: then
         the order is by bucket whatever the insertion order (``None`` otherwise)."""
         if self._all_in_hash_order is None:
@@ -103,12 +323,38 @@ class ConstrainedPrioritySet:
                 )
         return self._all_in_hash_order or None
 
-    def _offer_skipped(self, skipped: list[int]) -> None:
-        if not skipped:
-            return
-        if len(skipped) == 1:
-            self.offer(skipped[0])
-            return
-        spread_hashes = self._spread
-        for i in hash_set_order([spread_hashes[c] for c in skipped], skipped):
-            self.offer(skipped[i])
+
+def _only(client: int) -> Callable[[int], bool]:
+    return lambda c: c == client
+
+
+def _heap_offer(heap: JavaPriorityQueue, present: set[int], client: int) -> None:
+    """Kafka's ``offer``: a client already queued is removed first."""
+    if client in present:
+        heap.remove(client)
+    else:
+        present.add(client)
+    heap.offer(client)
+
+
+def _heap_poll(
+    heap: JavaPriorityQueue,
+    present: set[int],
+    valid: Callable[[int], bool],
+    orders: SubsetOrders,
+) -> int | None:
+    """Kafka's ``poll``, every step: pop until a client passes, re-offer the passed-over ones
+    from a new ``HashSet``."""
+    skipped: list[int] = []
+    found: int | None = None
+    while heap.queue:
+        client = heap.poll()
+        assert client is not None
+        present.discard(client)
+        if valid(client):
+            found = client
+            break
+        skipped.append(client)
+    for client in orders.order(skipped):
+        _heap_offer(heap, present, client)
+    return found

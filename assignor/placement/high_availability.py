@@ -133,8 +133,13 @@ def balance(
     """Kafka's ``balanceTasksOverThreads``: move tasks from heavier to lighter clients.
 
     Every ordered pair of clients, in ``ProcessId`` order, until a full pass changes nothing;
-    the source's tasks are tried in task order. A pair whose loads already forbid a move is
-    skipped without building anything (Kafka builds a sorted copy first; same result).
+    the source's tasks are tried in task order. A pair is skipped without a look at its tasks
+    when :func:`_should_move` must fail: its ``proposed >= 0`` holds only if the destination's
+    load with one more task (``up``) is at most the source's with one fewer, both computed as
+    ``_should_move`` computes them (a float difference is >= 0 exactly when the first is >= the
+    second). A source below every client's ``up`` is skipped whole, so a pass over clients that
+    are already balanced costs one look per client, not one per pair (Kafka builds a sorted copy
+    of the source's tasks first; same result).
     """
     count = ws.count
     capacity = ws.capacity
@@ -144,13 +149,15 @@ def balance(
     keep_balancing = True
     while keep_balancing:
         keep_balancing = False
-        loads = [count[c] / capacity[c] for c in range(n)]
+        up = [(count[c] + 1.0) / capacity[c] for c in range(n)]
+        lowest_up = min(up, default=0.0)  # a lower bound of every up[c] during the pass
         for source in range(n):
-            source_load = count[source] / capacity[source]
-            if source_load <= min(loads):
+            source_capacity = capacity[source]
+            down = (count[source] - 1.0) / source_capacity
+            if down < lowest_up:
                 continue
             for destination in range(n):
-                if destination == source or loads[destination] >= source_load:
+                if up[destination] > down or destination == source:
                     continue
                 if not _should_move(count, capacity, source, destination):
                     continue
@@ -164,9 +171,12 @@ def balance(
                     unassign(source, task)
                     assign(destination, task)
                     keep_balancing = True
-                    loads[source] = count[source] / capacity[source]
-                    loads[destination] = count[destination] / capacity[destination]
-                source_load = count[source] / capacity[source]
+                    up[destination] = (count[destination] + 1.0) / capacity[destination]
+                    up[source] = (count[source] + 1.0) / source_capacity
+                    lowest_up = min(lowest_up, up[source])
+                down = (count[source] - 1.0) / source_capacity
+                if down < lowest_up:
+                    break
 
 
 def _assign_stateless(ws: Workspace) -> None:

@@ -26,7 +26,7 @@ from assignor.placement.workspace import Workspace
 class CaughtUp:
     """Which clients are caught up on which stateful task, and the clients in lag order."""
 
-    __slots__ = ("_acceptable", "_count", "_min", "_order", "ws")
+    __slots__ = ("_acceptable", "_candidates", "_count", "_min", "_order", "ws")
 
     def __init__(self, ws: Workspace, acceptable_recovery_lag: int) -> None:
         self.ws = ws
@@ -34,6 +34,7 @@ class CaughtUp:
         self._count: dict[int, int] = {}
         self._min: dict[int, int] = {}
         self._order: dict[int, list[tuple[int, int]]] = {}
+        self._candidates: dict[int, list[int] | None] = {}
 
     def lag(self, client: int, task: int) -> int:
         lags = self.ws.lags
@@ -57,13 +58,17 @@ class CaughtUp:
 
     def candidates(self, task: int) -> list[int] | None:
         """The caught-up clients if few (the reporting ones), ``None`` if most clients are."""
+        if task in self._candidates:
+            return self._candidates[task]
         lags = self.ws.lags
-        if is_caught_up(lags.default[task], self._acceptable) and len(lags.special[task]) < len(
+        found: list[int] | None = None
+        acceptable = self._acceptable
+        if not is_caught_up(lags.default[task], acceptable) or len(lags.special[task]) >= len(
             self.ws.pids
         ):
-            return None
-        acceptable = self._acceptable
-        return [c for c, lag in lags.special[task].items() if is_caught_up(lag, acceptable)]
+            found = [c for c, lag in lags.special[task].items() if is_caught_up(lag, acceptable)]
+        self._candidates[task] = found
+        return found
 
     def min_lag(self, task: int) -> int:
         found = self._min.get(task)
@@ -131,25 +136,43 @@ class Budget:
 
 
 def _client_set(ws: Workspace) -> ConstrainedPrioritySet:
-    return ConstrainedPrioritySet(ws.keys, [spread(process_id_hash(p)) for p in ws.pids])
+    return ConstrainedPrioritySet(
+        ws.keys, [spread(process_id_hash(p)) for p in ws.pids], ws.touched
+    )
 
 
 def _poll(
     clients: ConstrainedPrioritySet,
     caught: CaughtUp,
     task: int,
-    extra: Callable[[int], bool],
+    extra: Callable[[int], bool] | None,
 ) -> int | None:
-    """Kafka's constrained poll: the lightest caught-up client that ``extra`` accepts."""
+    """Kafka's constrained poll: the lightest caught-up client that ``extra`` (if any) accepts."""
     candidates = caught.candidates(task)
-    if candidates is not None and not any(extra(c) for c in candidates):
-        clients.poll_none_valid()
-        return None
+    if candidates is not None:
+        if extra is not None:
+            candidates = [c for c in candidates if extra(c)]
+        if not candidates:
+            clients.poll_none_valid()
+            return None
+        return clients.poll(set(candidates).__contains__, candidates)
+    if extra is None:
+        return clients.poll(lambda c: caught.is_caught_up(c, task))
     return clients.poll(lambda c: caught.is_caught_up(c, task) and extra(c))
 
 
-def _movement_queue(keys: list[tuple[int, int]]) -> JavaPriorityQueue:
-    return JavaPriorityQueue(keys)
+def _poll_order(keys: list[tuple[int, int]]) -> list[int]:
+    """The order Kafka's movement queue (a ``PriorityQueue`` offered ``keys`` in turn, then only
+    polled) answers in: sorted when no two keys tie; on ties the heap's layout decides."""
+    if len(set(keys)) == len(keys):
+        return sorted(range(len(keys)), key=keys.__getitem__)
+    heap = JavaPriorityQueue(keys)
+    for i in range(len(keys)):
+        heap.offer(i)
+    order = []
+    while (head := heap.poll()) is not None:
+        order.append(head)
+    return order
 
 
 def assign_active_movements(
@@ -159,18 +182,16 @@ def assign_active_movements(
     clients = _client_set(ws)
     keys: list[tuple[int, int]] = []
     moves: list[tuple[int, int]] = []
-    queue = _movement_queue(keys)
     for client in range(len(ws.pids)):
         for task in sorted(ws.active[client]):
             if caught.should_move(client, task):
                 keys.append((caught.count(task), task))
                 moves.append((task, client))
-                queue.offer(len(moves) - 1)
         clients.offer(client)
 
     needed = len(moves)
     standby = ws.standby
-    while (head := queue.poll()) is not None:
+    for head in _poll_order(keys):
         task, destination = moves[head]
 
         def has_standby(c: int, t: int = task) -> bool:
@@ -181,7 +202,7 @@ def assign_active_movements(
             _swap(ws, task, source, destination)
             clients.offer_all((source, destination))
             continue
-        source = _poll(clients, caught, task, lambda c: True)
+        source = _poll(clients, caught, task, None)
         if source is None:
             source = caught.most_caught_up(task, destination, lambda c: True)
             if source is None:
@@ -210,7 +231,6 @@ def assign_standby_movements(
     clients = _client_set(ws)
     keys: list[tuple[int, int]] = []
     moves: list[tuple[int, int]] = []
-    queue = _movement_queue(keys)
     for destination in range(len(ws.pids)):
         warm = warmups.get(destination, ())
         for task in sorted(ws.standby[destination]):
@@ -219,13 +239,12 @@ def assign_standby_movements(
             if caught.should_move(destination, task):
                 keys.append((caught.count(task), task))
                 moves.append((task, destination))
-                queue.offer(len(moves) - 1)
         clients.offer(destination)
 
     moved = 0
     active = ws.active
     standby = ws.standby
-    while (head := queue.poll()) is not None:
+    for head in _poll_order(keys):
         task, destination = moves[head]
 
         def eligible(c: int, t: int = task) -> bool:

@@ -41,7 +41,9 @@ class Workspace:
     """Mutable assignment state over numbered clients and tasks.
 
     ``keys[c]`` is ``(assigned load, c)``, the order of Kafka's least-loaded priority sets,
-    kept current by every assign/unassign so heaps can read it at any moment.
+    kept current by every assign/unassign so heaps can read it at any moment; ``touched`` gets
+    ``c`` appended whenever ``keys[c]`` is replaced, so a structure that caches keys can tell
+    which ones went stale without comparing them all.
     """
 
     __slots__ = (
@@ -56,6 +58,7 @@ class Workspace:
         "stateful",
         "task_index",
         "tasks",
+        "touched",
     )
 
     def __init__(
@@ -81,6 +84,7 @@ class Workspace:
         self.standby: list[set[int]] = [set() for _ in range(n)]
         self.count: list[int] = [0] * n
         self.keys: list[tuple[float, int]] = [(0.0, c) for c in range(n)]
+        self.touched: list[int] = []
         self.lags = self._lags() if with_lags else Lags()
 
     # --- lags --------------------------------------------------------------------------------
@@ -134,6 +138,7 @@ class Workspace:
         count = self.count[client] + delta
         self.count[client] = count
         self.keys[client] = (count / self.capacity[client], client)
+        self.touched.append(client)
 
     def assign_active(self, client: int, task: int) -> None:
         if self.has(client, task):
@@ -154,7 +159,6 @@ class Workspace:
     def unassign_standby(self, client: int, task: int) -> None:
         self.standby[client].remove(task)
         self._touch(client, -1)
-
 
     def results(self) -> dict[ProcessId, ClientState]:
         tasks = self.tasks

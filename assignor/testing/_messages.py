@@ -22,6 +22,7 @@ from protocol import (
 )
 from protocol.codec import LATEST_VERSION
 from protocol.ids import INT32_MAX, INT64_MAX
+from protocol.messages import HOST_SCOPE_VERSION
 
 T = TypeVar("T")
 
@@ -159,6 +160,7 @@ def host_maps(max_hosts: int = 4) -> st.SearchStrategy[dict[HostInfo, frozenset[
 
 
 _HOST_MAPS = host_maps()
+_OWN_HOST_MAPS = host_maps(max_hosts=1)
 _NEXT_REBALANCE = st.one_of(
     st.sampled_from([0, NO_FOLLOWUP_REBALANCE]),
     st.integers(0, 2**41),
@@ -184,15 +186,19 @@ def assignment_infos(
     tasks = _TASKS[used >= 3 if named is None else named]
     active = draw(st.lists(tasks, max_size=max_tasks))
     standby = draw(st.dictionaries(tasks, _STANDBY_PARTITIONS, max_size=max_tasks // 2))
+    # from version 4, the host maps may be the member's own endpoint's alone (a large group)
+    complete = used < HOST_SCOPE_VERSION or draw(st.booleans())
+    maps = _HOST_MAPS if complete else _OWN_HOST_MAPS
     return AssignmentInfo(
         version=used,
         commonly_supported_version=draw(st.integers(used, used + 3)),
         active_tasks=tuple(active),
         standby_tasks={task: tps for task, tps in standby.items() if task not in active},
-        partitions_by_host=draw(_HOST_MAPS),
-        standby_partitions_by_host=draw(_HOST_MAPS),
+        partitions_by_host=draw(maps),
+        standby_partitions_by_host=draw(maps),
         error_code=draw(error_codes()),
         next_rebalance_ms=draw(_NEXT_REBALANCE),
+        host_maps_complete=complete,
     )
 
 

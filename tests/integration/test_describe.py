@@ -17,6 +17,7 @@ from typing import Any
 
 from assignor import AssignorConfig, MemberAssignment, StreamsPartitionAssignor, StreamsProcess
 from assignor.topology.data_form import topology_to_data
+from protocol.codec import LATEST_VERSION
 from protocol.errors import AssignorError
 from protocol.ids import HostInfo
 from tests.integration.conftest import CreateTopics
@@ -111,7 +112,7 @@ async def test_describe_decodes_a_live_group(
     assert len(data["members"]) == 2
     for member in data["members"].values():
         assert member["problems"] == []
-        assert member["subscription"]["version"] == 3
+        assert member["subscription"]["version"] == LATEST_VERSION
         assert member["assignment"]["error"] == "NONE"
     processes_seen = data["processes"]
     assert {pid: p["active_tasks"] for pid, p in processes_seen.items()} == expected_active
@@ -121,7 +122,7 @@ async def test_describe_decodes_a_live_group(
     for entry in processes_seen.values():
         # one standby replica: each instance keeps the other's tasks warm
         assert set(entry["standby_tasks"]) == ALL_TASKS - set(entry["active_tasks"])
-        assert entry["versions"] == [[3, 3]]
+        assert entry["versions"] == [[LATEST_VERSION, LATEST_VERSION]]
         # nothing was produced: every changelog is empty, so every lag is 0 (or -2, "running
         # it", if the instance already ran the task when it joined this generation)
         assert set(entry["lags"]) == ALL_TASKS

@@ -35,7 +35,9 @@ import pytest
 
 from assignor import StreamsPartitionAssignor
 from assignor.adapter.admin import ensure_internal_topics
+from protocol.codec import LATEST_VERSION
 from protocol.ids import ProcessId
+from protocol.messages import HEADER_ERROR_CODE_VERSION
 from tests.integration.conftest import CreateTopics
 from tests.integration.member_driver import (
     MemberProcess,
@@ -72,8 +74,10 @@ def hostile(ctx: MemberContext) -> Any:
         def flooded(topics: Any) -> Any:
             metadata = honest_user_data(topics)
             items = msgpack.unpackb(metadata.user_data, raw=False, strict_map_key=False)
-            # field 5 holds the offset sums: [[topology, subtopology, delta, sum, delta, sum...]]
-            items[5] = [[None, 0, 0, 5] + [1, 5] * (int(flood) - 1)]
+            # the offset sums, [[topology, subtopology, delta, sum, delta, sum...]], are field 5,
+            # or 6 from version 4 on (the error code moved in front of them)
+            at = 6 if items[0] >= HEADER_ERROR_CODE_VERSION else 5
+            items[at] = [[None, 0, 0, 5] + [1, 5] * (int(flood) - 1)]
             metadata.user_data = msgpack.packb(items, use_bin_type=True)
             return metadata
 
@@ -166,7 +170,7 @@ async def test_one_hostile_process_among_three_does_not_stop_the_group_settling(
             assert info["active"] == [] and info["standby"] == []
         else:
             assert info["error"] == "NONE", info
-            assert info["used_version"] == 3, info
+            assert info["used_version"] == LATEST_VERSION, info
             actives.update(info["active"])
     assert set(actives) == ALL_TASKS, infos
     assert set(actives.values()) == {1}, f"a task is active twice: {infos}"

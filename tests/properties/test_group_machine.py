@@ -1,7 +1,8 @@
 """The group state machine (``group_machine``) under both task assignors.
 
 Budgets per hypothesis profile: ``ci`` (``make test``) 50 runs of up to 12 steps, ``deep``
-(``make test-deep``) a hundred times the examples, of up to 20 steps.
+(``make test-deep``) a hundred times the examples, of up to 20 steps; the machine whose members
+send subscriptions at the size limits runs 3 short examples, and 500 under ``deep``.
 """
 
 from __future__ import annotations
@@ -12,13 +13,14 @@ from random import Random
 
 import pytest
 from hypothesis import HealthCheck, Phase, find, settings
-from simulator.engine import replay
 
+from simulator.engine import replay
 from simulator.scenarios import CrashEvent, JoinEvent, scenario_from_data
 from tests.properties import group_machine
 from tests.properties.group_machine import (
     HighAvailabilityMachine,
     LegacyStickyMachine,
+    LimitsMachine,
     SteppedReplay,
     machine_groups,
     scenario_for,
@@ -41,6 +43,12 @@ TestHighAvailabilityGroup = HighAvailabilityMachine.TestCase
 TestHighAvailabilityGroup.settings = MACHINE_SETTINGS
 TestLegacyStickyGroup = LegacyStickyMachine.TestCase
 TestLegacyStickyGroup.settings = MACHINE_SETTINGS
+#: subscriptions at the size limits cost the leader ~0.3 s a rebalance: a few short runs under
+#: ``make test``, a tenth of the deep budget under ``make test-deep``
+_LIMITS_BUDGET = (500, 20) if _PROFILE == "deep" else (3, 6)
+TestGroupWithSubscriptionsAtTheLimits = LimitsMachine.TestCase
+TestGroupWithSubscriptionsAtTheLimits.settings = settings(
+    MACHINE_SETTINGS, max_examples=_LIMITS_BUDGET[0], stateful_step_count=_LIMITS_BUDGET[1])
 
 
 def test_a_failure_prints_a_scenario_the_engine_replays(monkeypatch: pytest.MonkeyPatch) -> None:

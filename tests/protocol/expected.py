@@ -6,7 +6,14 @@ codec against the documentation rather than against itself.
 
 from __future__ import annotations
 
-from protocol import NO_FOLLOWUP_REBALANCE, AssignmentInfo, AssignorError, SubscriptionInfo
+from protocol import (
+    NO_FOLLOWUP_REBALANCE,
+    AssignmentInfo,
+    AssignorError,
+    SubscriptionInfo,
+    VersionHeader,
+)
+from protocol.messages import HEADER_ERROR_CODE_VERSION
 
 
 def subscription_as_read(info: SubscriptionInfo, version: int) -> SubscriptionInfo:
@@ -25,3 +32,13 @@ def assignment_as_read(info: AssignmentInfo, version: int) -> AssignmentInfo:
     if version < 2:
         update.update(standby_partitions_by_host={}, next_rebalance_ms=NO_FOLLOWUP_REBALANCE)
     return info.model_copy(update=update)
+
+
+def header_as_read(version: int, second: int, error_code: int) -> VersionHeader:
+    """An older build's view of a newer payload: the two header ints, and from version 4 on
+    the error code (the fourth field)."""
+    return VersionHeader(
+        version=version,
+        latest_supported_version=second,
+        error_code=error_code if version >= HEADER_ERROR_CODE_VERSION else None,
+    )

@@ -69,4 +69,5 @@ def revalidate(
         },
         error_code=message.error_code,
         next_rebalance_ms=message.next_rebalance_ms,
+        host_maps_complete=message.host_maps_complete,
     )

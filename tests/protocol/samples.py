@@ -30,7 +30,7 @@ def _tp(topic: str, partition: int) -> TopicPartition:
 
 
 def subscription(version: int) -> SubscriptionInfo:
-    """A member of a version-``version`` build that has heard of version 3."""
+    """A member of a version-``version`` build that has heard of version 3 (or its own, later)."""
     sums = {
         TaskId(0, 0): LATEST_OFFSET,
         TaskId(0, 1): 1_234_567,
@@ -42,7 +42,7 @@ def subscription(version: int) -> SubscriptionInfo:
         sums[TaskId(0, 3, topology="billing")] = 42
     return SubscriptionInfo(
         version=version,
-        latest_supported_version=3,
+        latest_supported_version=max(3, version),
         process_id=_PROCESS,
         user_endpoint=_HOST_A,
         task_offset_sums=sums,
@@ -54,26 +54,31 @@ def subscription(version: int) -> SubscriptionInfo:
     )
 
 
-def assignment(version: int) -> AssignmentInfo:
+def assignment(version: int, *, own_host_only: bool = False) -> AssignmentInfo:
+    """Every field set; ``own_host_only`` (version 4 on): the host maps of ``_HOST_A`` alone."""
     active = [TaskId(0, 1), TaskId(1, 1), TaskId(0, 4), TaskId(0, 1)]
     if version >= 3:
         active.append(TaskId(0, 3, topology="billing"))
+    by_host = {
+        _HOST_A: frozenset({_tp("orders", 1), _tp("orders", 4), _tp("payments", 1)}),
+        _HOST_B: frozenset({_tp("orders", 0), _tp("orders", 200), _tp("orders", 3)}),
+        _HOST_C: frozenset(),
+    }
+    if own_host_only:
+        by_host = {_HOST_A: by_host[_HOST_A]}
     return AssignmentInfo(
         version=version,
-        commonly_supported_version=3,
+        commonly_supported_version=max(3, version),
         active_tasks=tuple(active),
         standby_tasks={
             TaskId(0, 2): (_tp("orders", 2), _tp("payments", 2)),
             TaskId(2, 0): (_tp("app-store-changelog", 0),),
         },
-        partitions_by_host={
-            _HOST_A: frozenset({_tp("orders", 1), _tp("orders", 4), _tp("payments", 1)}),
-            _HOST_B: frozenset({_tp("orders", 0), _tp("orders", 200), _tp("orders", 3)}),
-            _HOST_C: frozenset(),
-        },
+        partitions_by_host=by_host,
         standby_partitions_by_host={_HOST_A: frozenset({_tp("orders", 2), _tp("payments", 2)})},
         error_code=AssignorError.NONE,
         next_rebalance_ms=1_730_000_000_000,
+        host_maps_complete=not own_host_only,
     )
 
 
@@ -81,6 +86,7 @@ def assignment(version: int) -> AssignmentInfo:
 GOLDEN = {
     **{f"subscription_v{v}.bin": ("subscription", v, subscription(v)) for v in SUPPORTED_VERSIONS},
     **{f"assignment_v{v}.bin": ("assignment", v, assignment(v)) for v in SUPPORTED_VERSIONS},
+    "assignment_v4_own_host.bin": ("assignment", 4, assignment(4, own_host_only=True)),
 }
 
 #: Payloads of a version 9 nobody has written yet: the same header, the error code right after

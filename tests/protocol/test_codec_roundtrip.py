@@ -26,12 +26,13 @@ from protocol.codec import (
     encode_assignment,
     encode_subscription,
 )
+from protocol.messages import HOST_SCOPE_VERSION
 from tests.protocol.expected import assignment_as_read, subscription_as_read
 
 
-def test_three_real_versions() -> None:
-    assert SUPPORTED_VERSIONS == (1, 2, 3)
-    assert LATEST_VERSION == 3
+def test_four_real_versions() -> None:
+    assert SUPPORTED_VERSIONS == (1, 2, 3, 4)
+    assert LATEST_VERSION == 4
 
 
 @pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
@@ -68,6 +69,11 @@ def test_assignment_written_at_an_older_version_loses_only_the_newer_fields(
     info: AssignmentInfo, data: st.DataObject
 ) -> None:
     version = data.draw(st.sampled_from(SUPPORTED_VERSIONS))
+    if not info.host_maps_complete and version < HOST_SCOPE_VERSION:
+        # an older reader would take the member's own entry for the group's maps
+        with pytest.raises(ValueError, match="own endpoint"):
+            encode_assignment(info, version)
+        return
     decoded = decode_assignment(encode_assignment(info, version))
     assert decoded == assignment_as_read(info, version)
 
@@ -224,11 +230,14 @@ def test_a_leader_codec_reusing_packed_host_maps_writes_what_a_fresh_codec_write
                 update={
                     "partitions_by_host": donor.partitions_by_host,
                     "standby_partitions_by_host": donor.standby_partitions_by_host,
+                    "host_maps_complete": donor.host_maps_complete,
                 }
             )
         version = min(versions[step], info.commonly_supported_version)
         if version < 3 and any(t.topology for t in (*info.active_tasks, *info.standby_tasks)):
             version = 3
+        if version < HOST_SCOPE_VERSION:  # below 4 a leader always sends the group's maps
+            info = info.model_copy(update={"host_maps_complete": True})
         expected = Codec().encode_assignment(info, version)
         assert leader.encode_assignment(info, version) == expected
         assert leader.decode_assignment(expected) == assignment_as_read(

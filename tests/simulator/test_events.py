@@ -262,3 +262,31 @@ def test_a_run_that_ends_at_its_bound_mid_rebalance_stops_cleanly() -> None:
     assert not result.summary.converged
     assert result.summary.note == "non-convergence: not stable 64.0 s after the last event"
     assert result.summary.end_s == 94.0
+
+
+def test_a_rejoin_asked_by_a_member_rebalances_and_moves_nothing() -> None:
+    result = run(CAUGHT_UP, [{"kind": "rejoin", "at": 30, "process": "a", "by": "member"}])
+    later = stable_after(result, 30)
+    assert later and later[0].started_s < 31
+    assert "rejoined" in later[0].reasons
+    assert [r.active_moved for r in later] == [0] * len(later)
+    assert later[-1].processes == 2
+    assert result.summary.converged
+
+
+@pytest.mark.parametrize("static", [False, True])
+def test_a_member_removed_by_the_coordinator_joins_again_as_a_new_member(static: bool) -> None:
+    processes = [{**p, "static": static} for p in CAUGHT_UP]
+    result = run(processes, [{"kind": "rejoin", "at": 30, "process": "a", "by": "coordinator"}])
+    later = stable_after(result, 30)
+    assert later and "left the group" in later[0].reasons  # the operator's removal
+    # a hears UNKNOWN_MEMBER_ID at its next heartbeat and joins anew (a new member id), within
+    # a few heartbeats; here before the rebalance its removal began had completed
+    assert any(" a-0-" in r.reasons and "joined" in r.reasons for r in later)
+    assert later[-1].processes == 2
+    assert later[-1].started_s < 30 + 3 * HEARTBEAT_S + 3.0
+    assert result.summary.converged
+
+
+CAUGHT_UP = [{"name": "a", "initial_state": "caught_up"},
+             {"name": "b", "initial_state": "caught_up"}]

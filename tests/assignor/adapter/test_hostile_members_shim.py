@@ -24,6 +24,7 @@ import pytest
 
 from assignor import StreamsPartitionAssignor, StreamsProcess
 from assignor.config import AssignorConfig
+from protocol.codec import LATEST_VERSION
 from protocol.errors import AssignorError
 from protocol.ids import HostInfo, ProcessId, TaskId, TopicPartition
 from simulator.shim import (
@@ -67,7 +68,7 @@ def _process(n: int, endpoint: HostInfo, pid: int | None = None) -> StreamsProce
 
 def stuck_at_version_1(assignor: StreamsPartitionAssignor) -> None:
     """Make a consumer send version 1 at every join, whatever it was told (it still declares
-    its codec's latest version, 3): a member that lies about the version it can use."""
+    its codec's latest version): a member that lies about the version it can use."""
     honest_metadata = assignor.metadata
 
     def metadata(topics):  # type: ignore[no-untyped-def]
@@ -159,7 +160,7 @@ def test_one_hostile_process_does_not_keep_the_group_rebalancing(
             assert not assignment.active_tasks and not assignment.standby_tasks
         else:
             assert assignment.error is AssignorError.NONE, (name, assignment.error_detail)
-            assert assignor.used_version == 3
+            assert assignor.used_version == LATEST_VERSION
             actives.update(list(assignment.active_tasks))
     assert set(actives) == ALL_TASKS and set(actives.values()) == {1}, actives
     warnings = _guard_warnings(caplog)

@@ -176,5 +176,10 @@ def _check_host_maps(
             standby.update(parts)
     for member in served:
         info = result.members[member].info
-        assert {h: set(p) for h, p in info.partitions_by_host.items()} == expected
-        assert {h: set(p) for h, p in info.standby_partitions_by_host.items()} == expected_standby
+        want, want_standby = expected, expected_standby
+        if not info.host_maps_complete:  # version 4 past the budget: the own endpoint only
+            own = endpoints.get(member)
+            want = {h: p for h, p in expected.items() if h == own}
+            want_standby = {h: p for h, p in expected_standby.items() if h == own}
+        assert {h: set(p) for h, p in info.partitions_by_host.items()} == want
+        assert {h: set(p) for h, p in info.standby_partitions_by_host.items()} == want_standby

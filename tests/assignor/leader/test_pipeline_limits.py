@@ -13,13 +13,17 @@ import pytest
 from assignor.config import AssignorConfig
 from assignor.leader.pipeline import assign_group
 from protocol._limits import MAX_OFFSET_SUMS
-from protocol.codec import Codec
+from protocol.codec import LATEST_VERSION, Codec
 from protocol.errors import AssignorError
 from protocol.ids import ProcessId
 from tests.assignor.leader.pipeline_support import check_served, decoded, group, shop, subscription
 from tests.protocol.limit_payloads import DEEPLY_NESTED, dense_subscription, largest_subscription
 
 CONFIG = AssignorConfig()
+
+
+#: a build newer than this one (it keeps its error code in the fourth field, as every v4+)
+NEWER = LATEST_VERSION + 1
 
 
 def _members() -> dict[str, bytes]:
@@ -68,7 +72,8 @@ def test_a_shutdown_request_from_a_newer_build_reaches_every_member_at_once() ->
     """From version 4 on the error code sits in the header, so this leader sees the request in
     the same rebalance instead of after version probing has made the member downgrade."""
     members = _members()
-    members["9-1"] = msgpack.packb([4, 4, 0x53, int(AssignorError.SHUTDOWN_REQUESTED), b"?"])
+    shutdown = int(AssignorError.SHUTDOWN_REQUESTED)
+    members["9-1"] = msgpack.packb([NEWER, NEWER, 0x53, shutdown, b"?"])
     result = assign_group(shop(), CONFIG, group(members))
     assert result.error is AssignorError.SHUTDOWN_REQUESTED
     assert "9-1" in result.detail
@@ -78,7 +83,7 @@ def test_a_shutdown_request_from_a_newer_build_reaches_every_member_at_once() ->
 
 def test_a_newer_build_without_an_error_is_served_and_probed_not_shut_down() -> None:
     members = _members()
-    members["9-1"] = msgpack.packb([4, 4, 0x53, int(AssignorError.NONE), b"?"])
+    members["9-1"] = msgpack.packb([NEWER, NEWER, 0x53, int(AssignorError.NONE), b"?"])
     result = assign_group(shop(), CONFIG, group(members))
     assert result.error is AssignorError.NONE and not result.rejected
     assert decoded(result, "9-1", Codec()).error_code is AssignorError.NONE
