@@ -17,6 +17,7 @@ from assignor.topology.tasks import TaskPartitions, changelog_partitions
 from protocol.errors import AssignorError
 from protocol.ids import HostInfo, TaskId, TopicPartition
 from protocol.messages import NO_FOLLOWUP_REBALANCE, AssignmentInfo, VersionHeader
+from protocol.task_partitions import align_active_tasks
 
 log = logging.getLogger(__name__)
 
@@ -203,22 +204,6 @@ def merge_host_maps(
         active.update(info.partitions_by_host)
         standby.update(info.standby_partitions_by_host)
     return active, standby
-
-
-def align_active_tasks(
-    active_tasks: Sequence[TaskId], partitions: Sequence[TopicPartition]
-) -> dict[TaskId, tuple[TopicPartition, ...]] | None:
-    """Zip the active task list with the partitions sorted by (topic, partition), as Kafka does.
-
-    Returns None when the counts differ, which means the leader and this member disagree.
-    """
-    ordered = sorted(partitions)
-    if len(ordered) != len(active_tasks):
-        return None
-    grouped: dict[TaskId, list[TopicPartition]] = {}
-    for task, partition in zip(active_tasks, ordered, strict=True):
-        grouped.setdefault(task, []).append(partition)
-    return {task: tuple(parts) for task, parts in grouped.items()}
 
 
 def diff_tasks(

@@ -20,6 +20,7 @@ from pathlib import Path
 from protocol.codec import LATEST_VERSION, SUPPORTED_VERSIONS, Codec
 from protocol.envelope import EnvelopeKind, looks_enveloped, read_envelope
 from protocol.errors import ProtocolError
+from protocol.ids import TopicPartition
 from protocol.jsonview import JsonDict, message_json
 from protocol.messages import VersionHeader
 
@@ -70,7 +71,7 @@ def decode_payload(codec: Codec, data: bytes, envelope: str) -> tuple[JsonDict, 
     """
     if envelope == "none" or (envelope == "auto" and not looks_enveloped(data)):
         try:
-            return _bare(codec, data)
+            printed, note = _bare(codec, data)
         except ProtocolError as exc:
             if not looks_enveloped(data):
                 raise
@@ -79,13 +80,23 @@ def decode_payload(codec: Codec, data: bytes, envelope: str) -> tuple[JsonDict, 
                 f"{exc.problem}; it starts with 0x00 as a ConsumerProtocol struct does: "
                 "leave out --envelope none",
             ) from None
+        if printed["kind"] == "assignment" and "active_tasks" in printed:
+            note = _joined(note, _BARE_PARTITIONS)
+        return printed, note
     wrapper = read_envelope(data, None if envelope == "auto" else _KINDS[envelope])
     described = wrapper.as_json()
     if not wrapper.user_data:
         empty = f"the {wrapper.kind} carries no user data: not a Streams member's"
         return {"kind": wrapper.kind, "consumer_protocol": described}, empty
+    assigned = None
+    if wrapper.kind == "assignment":
+        assigned = [
+            TopicPartition(topic, number)
+            for topic, numbers in wrapper.partitions
+            for number in numbers
+        ]
     try:
-        printed, note = _bare(codec, wrapper.user_data)
+        printed, note = _bare(codec, wrapper.user_data, assigned)
     except ProtocolError as exc:
         raise ProtocolError(
             f"user_data.{exc.field}",
@@ -94,13 +105,32 @@ def decode_payload(codec: Codec, data: bytes, envelope: str) -> tuple[JsonDict, 
         ) from None
     if printed["kind"] != wrapper.kind:
         note = f"a {wrapper.kind} envelope carries {printed['kind']} user data"
+    elif assigned is not None and any(
+        parts is None for parts in printed.get("active_tasks", {}).values()
+    ):
+        note = _joined(note, _MISALIGNED)
     return printed | {"consumer_protocol": described}, note
 
 
 _KINDS: dict[str, EnvelopeKind] = {"subscription": "subscription", "assignment": "assignment"}
+_BARE_PARTITIONS = (
+    "bare user data: the assigned partitions travel in the ConsumerProtocol envelope, not in "
+    "the user data, so partitions and each active task's partitions print as null; decode "
+    "the enveloped bytes (as DescribeGroups returns them) to see them"
+)
+_MISALIGNED = (
+    "the active task list and the envelope's assigned partitions differ in length: a member "
+    "would report an assignment error; active tasks print without partitions"
+)
 
 
-def _bare(codec: Codec, data: bytes) -> tuple[JsonDict, str | None]:
+def _joined(first: str | None, second: str) -> str:
+    return second if first is None else f"{first}; {second}"
+
+
+def _bare(
+    codec: Codec, data: bytes, partitions: Sequence[TopicPartition] | None = None
+) -> tuple[JsonDict, str | None]:
     kind, message = codec.decode(data)
     note = None
     if isinstance(message, VersionHeader):
@@ -108,7 +138,7 @@ def _bare(codec: Codec, data: bytes) -> tuple[JsonDict, str | None]:
             f"{kind} version {message.version} is newer than this build reads "
             f"({codec.latest_supported}); printed its header only"
         )
-    return message_json(kind, message, codec.latest_supported), note
+    return message_json(kind, message, codec.latest_supported, partitions), note
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -3,15 +3,13 @@
 Every simulated process is what a real application is: one ``StreamsProcess`` (ours) whose
 ``StreamsPartitionAssignor`` instances sit, one per stream thread, inside ``ShimMember`` consumers
 that call them exactly as aiokafka does, bytes included. What is simulated is only the world
-around them: the process's local state (``state()`` provider, backed by
-:class:`~simulator.state.StateModel`), the changelog end offsets the leader reads (the snapshot
-aiokafka's rebalance listener would refresh before each join) and the events of the timeline.
-aiokafka's peers (round-robin, sticky) run in the same members instead of ours.
+around them: local state (``state()``, backed by :class:`~simulator.state.StateModel`), the
+changelog end offsets (the listener's snapshot before each join; the reader the leader's hook
+calls before ``assign()``) and the timeline. aiokafka's peers run in the same members.
 
-Each consumer's assignor is hosted in a :class:`~simulator.hosting.HostedAssignor`, which
-forwards every call unchanged and tells this replay what it saw (``simulator.hosting``); the
-leader's decisions are read back in ``simulator.decisions``, the rows built from what was
-recorded in ``simulator.summary``.
+Each assignor is hosted in a :class:`~simulator.hosting.HostedAssignor` (forwards every call,
+tells this replay what it saw); decisions are read back in ``simulator.decisions``, rows built
+in ``simulator.summary``.
 
 A run ends when the group is stable (no rebalance pending, no follow-up scheduled, every task
 processed by a caught-up owner) or at the scenario's bounds (``bounds.settle_s`` virtual seconds
@@ -157,25 +155,26 @@ class Replay:
     def advance(self) -> None:
         self.state.advance(self.clock.time())
 
-    def refresh_end_offsets(self, process: StreamsProcess, *, force: bool = False) -> None:
-        """What the adapter's rebalance listener does before every join: refresh the process's
-        changelog end-offset snapshot unless it is younger than the adapter's maximum age
-        (``force``: whatever its age, for the leader's fetch inside ``HostedAssignor.assign``).
-
-        One read-only snapshot per virtual instant is shared by every process (nothing in the
-        adapter mutates it): building and copying thousands of offsets per consumer cost more
-        than the assignor on groups of hundreds of members."""
-        now_ms = int(self.clock.time() * 1000)
-        fetched = process.end_offsets_fetched_at_ms
-        if (not force and fetched is not None and process.changelog_end_offsets is not None
+    def refresh_end_offsets(self, process: StreamsProcess) -> None:
+        """The adapter's listener before every join: refresh unless younger than its max age."""
+        now_ms, fetched = int(self.clock.time() * 1000), process.end_offsets_fetched_at_ms
+        if (fetched is not None and process.changelog_end_offsets is not None
                 and now_ms - fetched < DEFAULT_END_OFFSETS_MAX_AGE_MS):
             return
+        process.changelog_end_offsets = self._end_offsets_now(now_ms)
+        process.end_offsets_fetched_at_ms = now_ms
+
+    async def read_end_offsets(self) -> Mapping[TopicPartition, int]:
+        """Every simulated process's ``end_offsets_reader``: the changelog ends now."""
+        self.advance()
+        return self._end_offsets_now(int(self.clock.time() * 1000))
+
+    def _end_offsets_now(self, now_ms: int) -> Mapping[TopicPartition, int]:
+        # one read-only snapshot per virtual instant, shared: copies cost more than assign()
         key = (now_ms, id(self.layout))
         if self._snapshot is None or self._snapshot[0] != key:
-            offsets = self.state.end_offsets(self.layout.changelogs)
-            self._snapshot = (key, MappingProxyType(offsets))
-        process.changelog_end_offsets = self._snapshot[1]
-        process.end_offsets_fetched_at_ms = now_ms
+            self._snapshot = (key, MappingProxyType(self.state.end_offsets(self.layout.changelogs)))
+        return self._snapshot[1]
 
     # -- processes ----------------------------------------------------------------------------
     def _process_id(self, sim: SimulatedProcess) -> ProcessId:
@@ -209,6 +208,7 @@ class Replay:
                 endpoint=endpoint,
                 state=lambda: self.state.offset_sums(name),
                 codec=Codec(sim.version),
+                end_offsets_reader=self.read_end_offsets,
                 clock_ms=lambda: int(clock.time() * 1000),
             )
         for thread in range(spec.threads):

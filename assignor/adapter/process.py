@@ -7,7 +7,8 @@ aiokafka keeps no per-assignor state of its own, so nothing may live on the assi
 (aiokafka #1175). The process holds what its threads share: the topology and config, the process
 id, the local-state provider, the snapshot of changelog end offsets the leader's synchronous
 ``assign()`` needs (refreshed before each join, in ``on_partitions_revoked``, which aiokafka
-awaits), who runs what, the leader's memory between generations, and the listeners.
+awaits, and by the leader right before ``assign()``: ``assignor.adapter.assign_time_offsets``),
+who runs what, the leader's memory between generations, and the listeners.
 """
 
 from __future__ import annotations
@@ -21,6 +22,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from aiokafka import ConsumerRebalanceListener
 
+from assignor.adapter.assign_time_offsets import (
+    DEFAULT_ASSIGN_END_OFFSETS_TIMEOUT_S,
+    check_assign_time_refresh_supported,
+)
 from assignor.adapter.listeners import AssignmentListener, AssignmentListeners
 from assignor.adapter.metrics import MetricsRecorder, RebalanceMetrics
 from assignor.adapter.rejoin import check_rejoin_supported
@@ -101,6 +106,7 @@ class StreamsProcess:
         codec: Codec | None = None,
         end_offsets_reader: EndOffsetsReader | None = None,
         end_offsets_max_age_ms: int = DEFAULT_END_OFFSETS_MAX_AGE_MS,
+        assign_end_offsets_timeout_s: float = DEFAULT_ASSIGN_END_OFFSETS_TIMEOUT_S,
         testing_probing_interval_ms: int | None = None,
         clock_ms: Callable[[], int] | None = None,
     ) -> None:
@@ -134,6 +140,12 @@ class StreamsProcess:
         self.end_offsets_fetched_at_ms: int | None = None
         self._reader = end_offsets_reader
         self._max_age_ms = end_offsets_max_age_ms
+        if assign_end_offsets_timeout_s <= 0:
+            raise ValueError("assign_end_offsets_timeout_s must be positive")
+        #: how long the leader waits for end offsets right before assign()
+        self.assign_end_offsets_timeout_s = assign_end_offsets_timeout_s
+        #: the first failed assign-time fetch is a WARNING, the rest DEBUG
+        self.assign_refresh_warned = False
         self._refreshing: asyncio.Task[None] | None = None
         self._closers: list[Callable[[], Any]] = []
 
@@ -144,7 +156,8 @@ class StreamsProcess:
 
         For a consumer you build yourself: pass the assignor as its only
         ``partition_assignment_strategy``, call ``assignor.bind(consumer)`` (follow-up
-        rebalances) and ``assignor.adapter.topic_creation.disable_topic_auto_creation(consumer)``
+        rebalances, and the leader's end offsets read right before ``assign()``) and
+        ``assignor.adapter.topic_creation.disable_topic_auto_creation(consumer)``
         (no auto-created internal topics); :meth:`create_consumer` does all three."""
         assignor = StreamsPartitionAssignor(self, len(self._assignors), group_instance_id)
         self._assignors.append(assignor)
@@ -173,6 +186,7 @@ class StreamsProcess:
 
         check_rejoin_supported()
         check_topic_auto_creation_supported()
+        check_assign_time_refresh_supported()
         assignor = self.new_assignor(group_instance_id)
         aiokafka_kwargs.setdefault("group_id", self.topology.application_id)
         consumer = AIOKafkaConsumer(

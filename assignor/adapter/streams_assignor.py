@@ -29,6 +29,7 @@ from aiokafka.coordinator.protocol import (
     ConsumerProtocolMemberMetadata,
 )
 
+from assignor.adapter.assign_time_offsets import install_assign_time_refresh
 from assignor.adapter.rejoin import FollowupScheduler, request_rejoin
 from assignor.leader.cache import LeaderCache
 from assignor.leader.explain import summarize
@@ -108,9 +109,22 @@ class StreamsPartitionAssignor:
         self._leader_cache = LeaderCache()
 
     def bind(self, consumer: object) -> None:
-        """Tell the assignor its consumer, so that follow-up rebalances can be triggered."""
+        """Tell the assignor its consumer, so that follow-up rebalances can be triggered and,
+        once the consumer has started, its leader path reads end offsets at assign time."""
         self._consumer = consumer
         self.followups.bind(consumer)
+        self._hook_leader_path()
+
+    def _hook_leader_path(self) -> None:
+        """Wrap the consumer's coordinator's ``_perform_assignment`` (once) so that, as leader,
+        it refreshes the process's end offsets after every subscription arrived and before
+        the synchronous ``assign()`` (``assignor.adapter.assign_time_offsets``). aiokafka
+        creates the coordinator in ``start()``, so this runs again at every join."""
+        coordinator = getattr(self._consumer, "_coordinator", None)
+        if coordinator is not None:
+            install_assign_time_refresh(
+                coordinator, self.process, self.process.assign_end_offsets_timeout_s
+            )
 
     def request_rejoin(self, reason: str) -> None:
         if self._consumer is None:
@@ -123,6 +137,7 @@ class StreamsPartitionAssignor:
 
     def metadata(self, topics: Iterable[str]) -> ConsumerProtocolMemberMetadata:
         process = self.process
+        self._hook_leader_path()  # aiokafka asks for metadata at each join, after start()
         self._pending_memory = None  # a new join: an earlier assign() of ours never completed
         self._unique_field = (self._unique_field + 1) % 256
         info = SubscriptionInfo(

@@ -25,14 +25,16 @@ from typing import Any
 
 from assignor.adapter.group_description import LiveGroup, LiveMember
 from assignor.cli.group_input import GroupInputError, read_group
-from assignor.cli.render import hosts_to_data, member_to_data, placements_to_data
+from assignor.cli.render import member_to_data, placements_to_data
 from assignor.leader.model import LeaderResult, MemberResult
 from assignor.leader.pipeline import assign_group
-from assignor.member import align_active_tasks, merge_host_maps
+from assignor.member import merge_host_maps
 from protocol.codec import Codec
 from protocol.errors import ProtocolError
 from protocol.ids import TaskId, TopicPartition, task_order
+from protocol.jsonview import host_map_json
 from protocol.messages import AssignmentInfo, SubscriptionInfo
+from protocol.task_partitions import align_active_tasks
 
 _APP_KEYS = frozenset({"topology", "config", "leader_version"})
 
@@ -106,8 +108,8 @@ def describe_data(
     active_hosts, standby_hosts = merge_host_maps(
         d.assignment for _, d in sorted(decoded.items()) if d.assignment is not None
     )
-    data["partitions_by_host"] = hosts_to_data(active_hosts)
-    data["standby_partitions_by_host"] = hosts_to_data(standby_hosts)
+    data["partitions_by_host"] = host_map_json(active_hosts)
+    data["standby_partitions_by_host"] = host_map_json(standby_hosts)
     if replay_input is None:
         return data
     description = read_group(dict(replay_input))

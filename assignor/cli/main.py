@@ -83,8 +83,7 @@ def _assign(args: argparse.Namespace) -> int:
         description.topology, description.config, description.group, description.codec
     )
     data = result_to_data(result, description, with_explain=args.explain)
-    _write(json.dumps(data, indent=2) + "\n", args.output)
-    return 0
+    return _write(json.dumps(data, indent=2) + "\n", args.output)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -181,16 +180,22 @@ def _describe(args: argparse.Namespace) -> int:
     if args.save_input is not None and replay is not None:
         with open(args.save_input, "w", encoding="utf-8") as handle:
             handle.write(json.dumps(replay, indent=2) + "\n")
-    _write(json.dumps(data, indent=2) + "\n", args.output)
-    return 0
+    return _write(json.dumps(data, indent=2) + "\n", args.output)
 
 
-def _write(rendered: str, output: str | None) -> None:
+def _write(rendered: str, output: str | None) -> int:
+    """Print or save the result; the exit status (an unwritable ``--output`` is a bad
+    argument, exit 2 with one line, like a bad input file, not a traceback)."""
     if output is None:
         sys.stdout.write(rendered)
-    else:
+        return 0
+    try:
         with open(output, "w", encoding="utf-8") as handle:
             handle.write(rendered)
+    except OSError as exc:
+        print(f"error: cannot write {output}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return 0
 
 
 # --- the result as JSON data -----------------------------------------------------------------

@@ -300,7 +300,30 @@ class ShimMember:
 
     async def _lead(self, response: JoinGroupResponse) -> bytes | None:
         protocol = response.protocol_name or ""
-        assignor = self._assignor(protocol)
+        try:
+            assignments, undecodable = await self._perform_assignment(response)
+            encoded = []
+            for member_id, assignment in assignments.items():
+                data = assignment if isinstance(assignment, bytes) else assignment.encode()
+                encoded.append((member_id, bytes(data)))
+        except Exception as error:  # aiokafka wraps it in KafkaError and hands it to the app
+            self.error = error
+            self._log("assign-failed", f"{type(error).__name__}: {error}")
+            return None
+        encoded.extend((member_id, _EMPTY_ASSIGNMENT) for member_id in undecodable)
+        self._log("assigned", f"generation {self.generation}, protocol {protocol}, "
+                              f"{len(assignments)} members")
+        if self.assign_delay_ms > 0:
+            await self.clock.sleep(self.assign_delay_ms / 1000.0)
+        return await self._sync(tuple(encoded))
+
+    async def _perform_assignment(
+        self, response: JoinGroupResponse
+    ) -> tuple[Mapping[str, Any], list[str]]:
+        """aiokafka's coroutine of that name (decode, then a synchronous ``assign()``), named
+        alike so that ``assignor.adapter.assign_time_offsets`` hooks it here as it hooks
+        aiokafka's; also returns the members whose metadata could not be decoded."""
+        assignor = self._assignor(response.protocol_name or "")
         members = {}
         undecodable = []
         for member_id, _instance, metadata in response.members:
@@ -313,25 +336,10 @@ class ShimMember:
                           "left out of assign(), given an empty assignment")
         started = time.perf_counter()
         try:
-            assignments = assignor.assign(self.cluster, members)
-            encoded = []
-            for member_id, assignment in assignments.items():
-                data = assignment if isinstance(assignment, bytes) else assignment.encode()
-                encoded.append((member_id, bytes(data)))
-        except Exception as error:  # aiokafka wraps it in KafkaError and hands it to the app
+            return assignor.assign(self.cluster, members), undecodable
+        finally:  # the assign() call alone: not the decoding, nor a hook's awaits before it
             self.assign_seconds += time.perf_counter() - started
             self.assign_calls += 1
-            self.error = error
-            self._log("assign-failed", f"{type(error).__name__}: {error}")
-            return None
-        self.assign_seconds += time.perf_counter() - started
-        self.assign_calls += 1
-        encoded.extend((member_id, _EMPTY_ASSIGNMENT) for member_id in undecodable)
-        self._log("assigned", f"generation {self.generation}, protocol {protocol}, "
-                              f"{len(members)} members")
-        if self.assign_delay_ms > 0:
-            await self.clock.sleep(self.assign_delay_ms / 1000.0)
-        return await self._sync(tuple(encoded))
 
     async def _sync(self, assignments: tuple[tuple[str, bytes], ...]) -> bytes | None:
         assert self._rejoin is not None

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from assignor.member import MemberAssignment, align_active_tasks, interpret_assignment
+from assignor.member import MemberAssignment, interpret_assignment
 from protocol.errors import AssignorError
 from protocol.ids import HostInfo, TaskId, TopicPartition
 from protocol.messages import NO_FOLLOWUP_REBALANCE, AssignmentInfo, VersionHeader
+from protocol.task_partitions import align_active_tasks
 
 HOST = HostInfo("app-1", 8080)
 T00, T01, T10 = TaskId(0, 0), TaskId(0, 1), TaskId(1, 0)

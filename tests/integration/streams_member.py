@@ -13,6 +13,13 @@ OS process, one assignor per consumer), plus the topology the integration tests 
     restore_after_s: the state provider reports a standby (warm-up) task as caught up to the
         leader's end offsets once this process has held it that long (simulated restoration)
     end_offsets: true -> the process reads changelog end offsets from the broker at "bootstrap"
+    refresh_loop: false -> no background refresh between joins (default true): end offsets are
+        then read only before each join and by the leader right before assign(), as in an
+        application using ``process.rebalance_listener()``
+    listener_snapshot_only: true -> the leader does not refresh end offsets right before
+        assign() (the adapter's hook is skipped): the control for the test that it matters
+    following: true -> with restore_after_s, a restored standby keeps following the changelog:
+        reported at this process's latest end offsets, not frozen at the first ones
 """
 
 from __future__ import annotations
@@ -67,9 +74,12 @@ class RestoringState:
     """A state provider that simulates restoration: a task this process holds as standby is
     reported caught up (at the leader's end offsets) once held for ``restore_after_s``."""
 
-    def __init__(self, process_ref: list[StreamsProcess], restore_after_s: float) -> None:
+    def __init__(
+        self, process_ref: list[StreamsProcess], restore_after_s: float, following: bool = False
+    ) -> None:
         self._process_ref = process_ref
         self._after = restore_after_s
+        self._following = following
         self._held_since: dict[TaskId, float] = {}
         self._restored: dict[TaskId, int] = {}
 
@@ -84,7 +94,7 @@ class RestoringState:
         topology = process.topology
         now = time.monotonic()
         for task, since in self._held_since.items():
-            if now - since < self._after or task in self._restored:
+            if now - since < self._after or (task in self._restored and not self._following):
                 continue
             sub = topology.subtopology(task.subtopology)
             offsets = [
@@ -139,7 +149,11 @@ def _process(ctx: MemberContext) -> StreamsProcess:
         endpoint = HostInfo(host, int(port))
     ref: list[StreamsProcess] = []
     restore_after = config.get("restore_after_s")
-    restoring = RestoringState(ref, float(restore_after)) if restore_after is not None else None
+    restoring = (
+        RestoringState(ref, float(restore_after), bool(config.get("following")))
+        if restore_after is not None
+        else None
+    )
     directory = StateDirectory(str(config["state_dir"]), ref) if config.get("state_dir") else None
     process = StreamsProcess(
         topology_from_config(ctx.group, config),
@@ -163,7 +177,8 @@ def _process(ctx: MemberContext) -> StreamsProcess:
             process.connect(str(ctx.config["bootstrap"]), group_id=ctx.group)
         )
         ctx.shared["connected"] = connected
-        ctx.shared["reader_task"] = loop.create_task(_refresh_end_offsets(process, connected))
+        if config.get("refresh_loop", True):
+            ctx.shared["reader_task"] = loop.create_task(_refresh_end_offsets(process, connected))
     if config.get("shutdown_after_s") is not None:
         loop.call_later(float(config["shutdown_after_s"]), process.request_shutdown)
     return process
@@ -195,6 +210,8 @@ def streams(ctx: MemberContext) -> Any:
     process = _process(ctx)
     assignor = process.new_assignor(ctx.group_instance_id)
     assignor.before_join = _before_join(process, ctx)  # type: ignore[attr-defined]
+    if ctx.config.get("listener_snapshot_only"):
+        assignor._hook_leader_path = lambda: None  # type: ignore[method-assign]
     return assignor
 
 

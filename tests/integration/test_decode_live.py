@@ -85,7 +85,7 @@ async def test_decode_reads_what_the_broker_holds(
             await consumer.stop()
         await process.close()
 
-    actives: list[str] = []
+    actives: dict[str, object] = {}
     for number, (metadata, assignment) in enumerate(members):
         assert metadata[:1] == b"\x00"  # the envelope's int16 version, not our msgpack header
         subscription = decode(metadata.hex())
@@ -100,8 +100,15 @@ async def test_decode_reads_what_the_broker_holds(
         assert answer["kind"] == "assignment" and answer["error"] == "NONE"
         wrapped = answer["consumer_protocol"]
         assert isinstance(wrapped, dict) and wrapped["assigned_partitions"]
-        assert isinstance(answer["active_tasks"], list)
-        actives.extend(answer["active_tasks"])
-    expected = {str(task) for a in assigned.values() for task in a.active_tasks}
-    # active_tasks lists one task per assigned source partition (AssignmentInfo's wire form)
-    assert set(actives) == expected and len(expected) == 8
+        # the wire form: one task per assigned partition; the view: each task's partitions,
+        # paired with the envelope's as the member pairs them
+        assert isinstance(answer["active_task_list"], list)
+        tasks = answer["active_tasks"]
+        assert isinstance(tasks, dict) and all(tasks.values())
+        actives.update(tasks)
+    expected = {
+        str(task): [str(tp) for tp in sorted(partitions)]
+        for a in assigned.values()
+        for task, partitions in a.active_tasks.items()
+    }
+    assert actives == expected and len(expected) == 8

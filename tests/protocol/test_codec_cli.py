@@ -69,7 +69,12 @@ def test_hex_argument_hex_file_and_stdin_agree(tmp_path: Path) -> None:
         run("decode", "@-", stdin=data.hex().encode()).stdout,
     }
     assert len(outputs) == 1
-    assert json.loads(outputs.pop())["active_tasks"] == ["0_1", "1_1", "0_4", "0_1"]
+    printed = json.loads(outputs.pop())
+    assert printed["active_task_list"] == ["0_1", "1_1", "0_4", "0_1"]
+    # bare user data: the partitions are in the envelope, not here
+    assert printed["partitions"] is None
+    assert printed["active_tasks"] == {"0_1": None, "0_4": None, "1_1": None}
+    assert "travel in the ConsumerProtocol envelope" in run("decode", data.hex()).stderr
 
 
 def test_an_old_build_reads_only_the_header() -> None:

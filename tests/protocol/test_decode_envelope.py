@@ -83,7 +83,46 @@ def test_an_aiokafka_assignment_envelope_is_detected_and_unwrapped(
     assert code == 0
     assert printed["kind"] == "assignment" and printed["version"] == 2
     assert printed["consumer_protocol"]["assigned_partitions"] == {"orders": [0, 3]}
-    assert printed["active_tasks"] == ["0_1", "1_1", "0_4", "0_1"]
+    assert printed["active_task_list"] == ["0_1", "1_1", "0_4", "0_1"]
+    assert printed["partitions"] == ["orders-0", "orders-3"]
+
+
+def test_tasks_that_do_not_fit_the_envelopes_partitions_are_said_to_disagree(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    bare = encode_assignment(assignment(2), 2)  # four active tasks
+    code, printed, err = decode(capsys, aiokafka_assignment(bare).hex())  # two partitions
+    assert code == 0
+    assert printed["active_tasks"] == {"0_1": None, "0_4": None, "1_1": None}
+    assert "differ in length" in err
+
+
+def test_an_enveloped_assignment_prints_as_assign_prints_the_member(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """One view for both CLIs: the bytes a member receives, enveloped as aiokafka sends them,
+    decode to the fields ``python -m assignor assign`` prints for that member."""
+    from assignor.adapter.streams_assignor import _by_topic
+    from assignor.cli.group_input import read_group
+    from assignor.cli.render import member_to_data
+    from assignor.leader.pipeline import assign_group
+    from tests.assignor.cli.test_cli import example
+
+    described = read_group(example())
+    result = assign_group(described.topology, described.config, described.group, described.codec)
+    checked = 0
+    for member_id, member in sorted(result.members.items()):
+        envelope = ConsumerProtocolMemberAssignment(
+            0, _by_topic(member.partitions), member.user_data
+        ).encode()
+        code, printed, err = decode(capsys, envelope.hex())
+        assert code == 0, err
+        expected = member_to_data(member)
+        del expected["user_data_hex"]
+        assert {k: printed[k] for k in expected} == expected, member_id
+        if any(expected["active_tasks"].values()):
+            checked += 1
+    assert checked >= 2  # members with active tasks and their partitions
 
 
 def test_a_java_v3_subscription_gives_owned_partitions_generation_and_rack(

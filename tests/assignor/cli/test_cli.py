@@ -238,3 +238,29 @@ def test_a_process_id_clone_is_reported_as_a_refused_member(
     assert list(out["refused_members"]) == ["z-clone"]
     assert out["members"]["z-clone"]["error"] == "ASSIGNMENT_ERROR"
     assert out["members"]["b-1"]["error"] == "NONE"
+
+
+@pytest.mark.parametrize(("leader", "deadline_on"), [("a-1", "a-1"), ("b-1", "b-1"), (2, "b-1")])
+def test_leader_is_a_member_id_or_a_process_id_and_carries_the_probing_deadline(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], leader: Any, deadline_on: str
+) -> None:
+    """docs/cli.md: ``leader`` is the leader's member id or process id; the probing deadline
+    goes to the leader's process (the example schedules one)."""
+    path = tmp_path / "group.json"
+    path.write_text(json.dumps(_mutated("leader", leader)))
+    assert main(["assign", "--input", str(path)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["followup"].startswith("probing rebalance")
+    with_deadline = [m for m, v in out["members"].items() if v["next_rebalance_ms"] is not None]
+    assert with_deadline == [deadline_on]
+
+
+def test_an_unwritable_output_exits_2_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "group.json"
+    path.write_text(json.dumps(example()))
+    code = main(["assign", "--input", str(path), "--output", str(tmp_path / "no" / "out.json")])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: cannot write ") and len(err.strip().splitlines()) == 1
