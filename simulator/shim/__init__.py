@@ -15,8 +15,13 @@ from simulator.shim.clock import (
 )
 from simulator.shim.cluster import make_cluster
 from simulator.shim.coordinator import CoordinatorConfig, GroupCoordinator, GroupState
-from simulator.shim.errors import ErrorCode, FencedInstanceIdError, GroupMaxSizeReachedError
-from simulator.shim.member import Assignor, MemberFailed, ShimMember, settle
+from simulator.shim.errors import (
+    ErrorCode,
+    FencedInstanceIdError,
+    GroupMaxSizeReachedError,
+    MemberFailed,
+)
+from simulator.shim.member import Assignor, ShimMember, settle
 from simulator.shim.records import Event, Journal, RebalanceRecord
 from simulator.shim.requests import (
     HeartbeatRequest,

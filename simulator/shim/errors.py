@@ -50,3 +50,11 @@ def error_class(code: int) -> type[aiokafka_errors.BrokerResponseError]:
     """aiokafka's exception class for a Kafka error code (ours for 81 and 82)."""
     local = _LOCAL.get(code)
     return local if local is not None else aiokafka_errors.for_code(code)
+
+
+class MemberFailed(RuntimeError):
+    """A shim member stopped for good; ``__cause__`` or the message says why."""
+
+
+class RequestTimedOut(Exception):
+    """No answer within ``request_timeout_ms`` (aiokafka's ``RequestTimedOutError``)."""

@@ -36,7 +36,7 @@ from aiokafka.coordinator.protocol import ConsumerProtocol, ConsumerProtocolMemb
 from aiokafka.structs import TopicPartition
 
 from simulator.shim.coordinator import GroupCoordinator
-from simulator.shim.errors import ErrorCode, error_class
+from simulator.shim.errors import ErrorCode, MemberFailed, RequestTimedOut, error_class
 from simulator.shim.requests import (
     NO_GENERATION,
     UNKNOWN_MEMBER_ID,
@@ -76,14 +76,6 @@ class Assignor(Protocol):
         ...
 
     def on_assignment(self, assignment: ConsumerProtocolMemberAssignment) -> None: ...
-
-
-class MemberFailed(RuntimeError):
-    """The member stopped for good; ``__cause__`` or the message says why."""
-
-
-class _RequestTimedOut(Exception):
-    """No answer within ``request_timeout_ms`` (aiokafka's ``RequestTimedOutError``)."""
 
 
 class ShimMember:
@@ -264,7 +256,7 @@ class ShimMember:
         )
         try:
             response = await self._join(request)
-        except _RequestTimedOut:
+        except RequestTimedOut:
             return False  # aiokafka: coordinator marked dead, rejoin with the same member id
         while response.error_code == ErrorCode.MEMBER_ID_REQUIRED:
             self.member_id = response.member_id
@@ -276,7 +268,7 @@ class ShimMember:
             )
             try:
                 response = await self._join(request)
-            except _RequestTimedOut:
+            except RequestTimedOut:
                 return False
         code = response.error_code
         if code == ErrorCode.NONE:
@@ -350,7 +342,7 @@ class ShimMember:
         )
         try:
             response: SyncGroupResponse = await self._call(self.coordinator.sync, request)
-        except _RequestTimedOut:
+        except RequestTimedOut:
             self._rejoin.set()  # aiokafka: request_rejoin() and start over
             return None
         code = response.error_code
@@ -436,7 +428,7 @@ class ShimMember:
         """Send ``request``; wait at most ``request_timeout_ms`` for the coordinator's answer.
 
         A timed-out request stays parked at the coordinator (whose answer then goes nowhere, like
-        a response on a connection aiokafka has given up on); the caller gets ``_RequestTimedOut``.
+        a response on a connection aiokafka has given up on); the caller gets ``RequestTimedOut``.
         """
         if self.latency_ms[1] > 0:
             await self._delay()
@@ -460,7 +452,7 @@ class ShimMember:
             if not pending.done():
                 self._log("request-timeout", f"{type(request).__name__} unanswered after "
                                              f"{self.request_timeout_ms} ms; retrying")
-                raise _RequestTimedOut()
+                raise RequestTimedOut()
         response = pending.result()
         if self.latency_ms[1] > 0:
             await self._delay()
