@@ -18,7 +18,6 @@ takes the engine ~15 s to run, so those two run under ``make test-deep`` only.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -31,7 +30,6 @@ from tests.properties.group_machine import SteppedReplay
 from tests.properties.padding import offset_sums, pad_subscriptions, size_in_bytes
 from tests.properties.test_findings import ONE_STORE, actives_per_process, last_stable_decision
 
-DEEP = os.environ.get("HYPOTHESIS_PROFILE") == "deep"
 TIMEOUTS = {"session.timeout.ms": 10_000, "heartbeat.interval.ms": 1000,
             "group.initial.rebalance.delay.ms": 0}
 STILL = {"write_rate": 0.0, "standby_trail": 0.0, "initial_records": 20_000}
@@ -81,7 +79,7 @@ def test_a_subscription_at_a_limit_is_served_and_one_beyond_is_refused_alone(
         sim.close()
 
 
-@pytest.mark.skipif(not DEEP, reason="a 65,536-task group takes ~15 s: make test-deep")
+@pytest.mark.deep  # a 65,536-task group takes the engine ~15-40 s: make test-deep only
 @pytest.mark.parametrize("tasks", [MAX_MEMBER_TASKS, MAX_MEMBER_TASKS + 1])
 def test_an_assignment_over_its_task_limit_errs_for_all_until_the_group_grows(tasks: int) -> None:
     sim = SteppedReplay(scenario_from_data({
