@@ -3,7 +3,7 @@
 The full leader path at Kafka's ManyThreadsPerClient point (10,000 consumers) costs many times
 Java's assignor + tasks-to-threads, and most of it is not the assignment: it is reading 10,000
 subscriptions and writing 10,000 answers. To say which, ``timed_steps`` wraps the pipeline's
-steps where ``assignor.leader.pipeline`` and ``assignor.adapter.streams_assignor`` call them
+steps where ``assignor.leader.pipeline``, its ``cache`` and ``assignor.adapter.streams_assignor`` call them
 (the functions themselves are untouched) and adds up, per step, the wall time spent inside,
 plus the garbage collector's pauses (``gc.callbacks``), which land in whatever step allocates.
 ``adapter`` is what is left of ``assign()``: building aiokafka's answer structs and the
@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import assignor.adapter.streams_assignor as adapter_module
+import assignor.leader.cache as cache_module
 import assignor.leader.pipeline as pipeline_module
 
 #: (module, name, label) in the order the leader runs them
@@ -26,7 +27,8 @@ STEPS = (
     (adapter_module, "assign_group", None),  # the whole pipeline; the rest of assign() is adapter
     (pipeline_module, "decode_group", "1 decode subscriptions"),
     (pipeline_module, "screen_members", "1b screen members (clones, versions)"),
-    (pipeline_module, "plan_tasks", "2-3 plan tasks"),
+    # through the leader's cache: a rebalance with the same topology and counts plans nothing
+    (cache_module, "planned_tasks", "2-3 plan tasks"),
     (pipeline_module, "build_clients", "4a client states (lags)"),
     (pipeline_module, "run_task_assignor", "4b task assignor (HA)"),
     (pipeline_module, "distribute_client_tasks", "5 tasks to threads"),

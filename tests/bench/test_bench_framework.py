@@ -130,3 +130,22 @@ def test_light_members_send_the_join_bytes_of_fully_fed_members(threads: int) ->
         got = leader_rebalance(light[0], light_members, cluster, sample=1)
         assert got.joined == expected.joined
         assert got.sync_bytes == expected.sync_bytes
+
+
+def test_the_step_breakdown_times_every_step_of_a_real_assign() -> None:
+    # ``make bench`` breaks the full leader down by step by wrapping the pipeline's functions
+    # by name; a renamed or moved step must fail here, not half an hour into the bench.
+    from tests.bench.leader_only import leader_rounds
+    from tests.bench.steps import STEPS
+
+    shape = drivers.Shape(partitions=24, instances=3, threads=2, standbys=1)
+    rounds = dict(leader_rounds(shape, sample=1, steps=True))
+    first = rounds["first"].steps_ms
+    assert first is not None
+    for _, _, label in STEPS:
+        if label is not None:
+            assert label in first, label
+    assert first["assign() total"] > 0
+    # the second rebalance has the same topology and counts: the leader's cache plans nothing
+    second = rounds["second"].steps_ms
+    assert second is not None and "2-3 plan tasks" not in second

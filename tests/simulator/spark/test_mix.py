@@ -27,7 +27,8 @@ def test_default_mix_covers_every_family_standbys_and_sizes() -> None:
     assert min(sizes) == 1 and max(sizes) >= 200
     rolling = [c.params["processes"] for c in cases if c.family in mix.ROLLING_FAMILIES]
     assert max(rolling, default=0) <= chosen.max_rolling_processes
-    assert set(assignors) == set(mix.all_assignors())
+    assert set(assignors) == set(mix.all_assignors()) - {"fallback_prior"}
+    assert set(mix.resolve("default", None, ["fallback_prior"])[2]) == {"fallback_prior"}
 
 
 def test_large_mix_adds_a_thousand_members_and_ten_thousand_tasks() -> None:

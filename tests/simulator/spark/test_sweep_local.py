@@ -50,10 +50,10 @@ def deterministic_rows(out: Path) -> list[dict[str, Any]]:
 
 
 def test_rows_out_are_scenarios_times_assignors(first: Any) -> None:
-    from simulator.spark.mix import all_assignors
+    from simulator.spark.mix import default_assignors
 
     frame = _table(first.out, "scenarios")
-    assert len(frame) == SMALL["scenarios"] * len(all_assignors())
+    assert len(frame) == SMALL["scenarios"] * len(default_assignors())
     assert first.summary["totals"]["replays"] == len(frame)
     per_assignor = frame.groupby("assignor", observed=True)["case_id"].apply(
         lambda ids: tuple(sorted(ids)))
