@@ -9,7 +9,7 @@ from assignor.leader.model import DecodedGroup, MemberResult
 from assignor.placement.client_state import ClientState
 from assignor.placement.threads import ThreadAssignment
 from assignor.topology.tasks import TaskLayout
-from protocol._limits import KAFKA_GROUP_RECORD_BYTES
+from protocol._limits import KAFKA_GROUP_RECORD_BYTES, MAX_HOST_MAP_PARTITIONS, MAX_HOSTS
 from protocol.codec import Codec
 from protocol.errors import AssignorError
 from protocol.ids import HostInfo, ProcessId, TopicPartition
@@ -100,9 +100,17 @@ def encode_members(
 def _over_budget(
     hosts: HostMaps, codec: Codec, version: int, commonly_supported: int, members: int
 ) -> bool:
-    """Whether ``members`` copies of the group's packed host maps exceed the budget."""
+    """Whether ``members`` copies of the group's packed host maps exceed the budget.
+
+    Maps past the codec's own limits (more than ``MAX_HOSTS`` endpoints in a map, more than
+    ``MAX_HOST_MAP_PARTITIONS`` partitions in both) are over it without packing them: no member
+    could read them whole, while each member's own entry still fits.
+    """
     if not hosts[0] and not hosts[1]:
         return False
+    listed = sum(len(parts) for host_map in hosts for parts in host_map.values())
+    if max(len(hosts[0]), len(hosts[1])) > MAX_HOSTS or listed > MAX_HOST_MAP_PARTITIONS:
+        return True
     probe = AssignmentInfo.model_construct(
         version=version,
         commonly_supported_version=commonly_supported,

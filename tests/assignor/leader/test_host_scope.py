@@ -119,3 +119,23 @@ def test_own_endpoint_maps_cannot_be_written_below_version_4() -> None:
             partitions_by_host={_endpoint(1): frozenset(), _endpoint(2): frozenset()},
             host_maps_complete=False,
         )
+
+
+@pytest.mark.parametrize(("limit", "value"), [("MAX_HOSTS", 2), ("MAX_HOST_MAP_PARTITIONS", 10)])
+def test_maps_past_the_codecs_own_limits_go_out_as_own_entries_not_as_errors(
+    monkeypatch: pytest.MonkeyPatch, limit: str, value: int
+) -> None:
+    # More endpoints (or host-map partitions: 18 here, 6 per member) than any member may read:
+    # the group's maps cannot
+    # even be packed, but each member's own entry can (found by make bench at 10,000 members,
+    # where every member got ASSIGNMENT_ERROR). The limit is lowered so the group stays small.
+    from protocol import _assignment_format
+
+    monkeypatch.setattr(_assignment_format, limit, value)  # what the codec enforces
+    monkeypatch.setattr(encode, limit, value, raising=False)  # what the leader checks first
+    infos, used, _ = _run({1: 4, 2: 4, 3: 4})
+    assert used == 4
+    for member, info in infos.items():
+        assert info.error_code is AssignorError.NONE
+        assert not info.host_maps_complete
+        assert list(info.partitions_by_host) == [_endpoint(int(member[0]))]
