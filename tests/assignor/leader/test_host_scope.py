@@ -126,9 +126,9 @@ def test_maps_past_the_codecs_own_limits_go_out_as_own_entries_not_as_errors(
     monkeypatch: pytest.MonkeyPatch, limit: str, value: int
 ) -> None:
     # More endpoints (or host-map partitions: 18 here, 6 per member) than any member may read:
-    # the group's maps cannot
-    # even be packed, but each member's own entry can (found by make bench at 10,000 members,
-    # where every member got ASSIGNMENT_ERROR). The limit is lowered so the group stays small.
+    # the group's maps cannot even be packed, but each member's own entry can (found by make
+    # bench at 10,000 members, where every member got ASSIGNMENT_ERROR). The limit is lowered
+    # so the group stays small.
     from protocol import _assignment_format
 
     monkeypatch.setattr(_assignment_format, limit, value)  # what the codec enforces
