@@ -73,12 +73,17 @@ class Workspace:
         self.clients: list[ClientState] = [clients[p] for p in self.pids]
         self.capacity: list[int] = [c.capacity for c in self.clients]
         stateful_set = set(stateful_tasks)
-        unknown = stateful_set.difference(all_tasks)
+        all_set = set(all_tasks)
+        unknown = stateful_set.difference(all_set)  # set against set: the stored hashes serve
         if unknown:
             raise ValueError(f"stateful tasks {sorted(unknown)} are not among all tasks")
-        self.tasks: list[TaskId] = sorted(set(all_tasks), key=_SORT_KEY)
+        self.tasks: list[TaskId] = sorted(all_set, key=_SORT_KEY)
         self.task_index: dict[TaskId, int] = {t: i for i, t in enumerate(self.tasks)}
-        self.stateful: list[int] = [i for i, t in enumerate(self.tasks) if t in stateful_set]
+        self.stateful: list[int] = (
+            list(range(len(self.tasks)))  # every task stateful, the usual case: no lookups
+            if len(stateful_set) == len(all_set)
+            else [i for i, t in enumerate(self.tasks) if t in stateful_set]
+        )
         n = len(self.clients)
         self.active: list[set[int]] = [set() for _ in range(n)]
         self.standby: list[set[int]] = [set() for _ in range(n)]
@@ -134,31 +139,43 @@ class Workspace:
     def has(self, client: int, task: int) -> bool:
         return task in self.active[client] or task in self.standby[client]
 
-    def _touch(self, client: int, delta: int) -> None:
-        count = self.count[client] + delta
+    # The four below run thousands of times per rebalance, so each inlines ``has`` and the
+    # count/key update (a Python call costs as much as the work). ``keys[c]`` and ``touched``
+    # must change together: ``ConstrainedPrioritySet`` relies on it.
+
+    def assign_active(self, client: int, task: int) -> None:
+        active = self.active[client]
+        if task in active or task in self.standby[client]:
+            raise ValueError(f"task {self.tasks[task]} is already assigned to {self.pids[client]}")
+        active.add(task)
+        count = self.count[client] + 1
         self.count[client] = count
         self.keys[client] = (count / self.capacity[client], client)
         self.touched.append(client)
 
-    def assign_active(self, client: int, task: int) -> None:
-        if self.has(client, task):
-            raise ValueError(f"task {self.tasks[task]} is already assigned to {self.pids[client]}")
-        self.active[client].add(task)
-        self._touch(client, 1)
-
     def unassign_active(self, client: int, task: int) -> None:
         self.active[client].remove(task)
-        self._touch(client, -1)
+        count = self.count[client] - 1
+        self.count[client] = count
+        self.keys[client] = (count / self.capacity[client], client)
+        self.touched.append(client)
 
     def assign_standby(self, client: int, task: int) -> None:
-        if self.has(client, task):
+        standby = self.standby[client]
+        if task in standby or task in self.active[client]:
             raise ValueError(f"task {self.tasks[task]} is already assigned to {self.pids[client]}")
-        self.standby[client].add(task)
-        self._touch(client, 1)
+        standby.add(task)
+        count = self.count[client] + 1
+        self.count[client] = count
+        self.keys[client] = (count / self.capacity[client], client)
+        self.touched.append(client)
 
     def unassign_standby(self, client: int, task: int) -> None:
         self.standby[client].remove(task)
-        self._touch(client, -1)
+        count = self.count[client] - 1
+        self.count[client] = count
+        self.keys[client] = (count / self.capacity[client], client)
+        self.touched.append(client)
 
     def results(self) -> dict[ProcessId, ClientState]:
         tasks = self.tasks
