@@ -102,22 +102,26 @@ class Workspace:
         shared_end = _shared_end_sums(views)
         if shared_end is not None:
             # Sparse path: only clients that reported a task can differ from the end sum.
+            defaults = lags.default
+            specials = lags.special
             for t in stateful:
                 task = tasks[t]
-                if task not in shared_end:
+                end = shared_end.get(task)
+                if end is None:
                     raise ValueError(f"no changelog end-offset sum for stateful task {task}")
-                lags.default[t] = shared_end[task]
-                lags.special[t] = {}
+                defaults[t] = end
+                specials[t] = {}
             index = self.task_index
             for c, view in enumerate(views):
                 assert isinstance(view, TaskLags)
                 for task, offset_sum in view.offset_sums.items():
-                    found = index.get(task)
-                    if found is None or found not in lags.special:
+                    found = index.get(task, -1)
+                    end = defaults.get(found)  # None: no longer in the topology, or stateless
+                    if end is None:
                         continue
-                    lag = task_lag(offset_sum, lags.default[found])
-                    if lag != lags.default[found]:
-                        lags.special[found][c] = lag
+                    lag = task_lag(offset_sum, end)
+                    if lag != end:
+                        specials[found][c] = lag
             return lags
         for t in stateful:
             task = tasks[t]
