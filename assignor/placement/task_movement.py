@@ -100,7 +100,10 @@ class CaughtUp:
         min_lag = self.min_lag
         found = []
         for task in sorted(tasks):
-            lag = special[task].get(client, default[task])
+            reported = special[task]
+            if not reported:
+                continue  # every client has the default lag: none is strictly further ahead
+            lag = reported.get(client, default[task])
             if not is_caught_up(lag, acceptable) and min_lag(task) < lag:
                 found.append(task)
         return found

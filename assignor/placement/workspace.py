@@ -102,15 +102,14 @@ class Workspace:
         shared_end = _shared_end_sums(views)
         if shared_end is not None:
             # Sparse path: only clients that reported a task can differ from the end sum.
-            defaults = lags.default
-            specials = lags.special
-            for t in stateful:
-                task = tasks[t]
-                end = shared_end.get(task)
-                if end is None:
-                    raise ValueError(f"no changelog end-offset sum for stateful task {task}")
-                defaults[t] = end
-                specials[t] = {}
+            ends = [shared_end.get(tasks[t]) for t in stateful]
+            if None in ends:
+                task = tasks[stateful[ends.index(None)]]
+                raise ValueError(f"no changelog end-offset sum for stateful task {task}")
+            defaults: dict[int, int] = dict(zip(stateful, ends, strict=True))  # type: ignore[arg-type]
+            specials: dict[int, dict[int, int]] = {t: {} for t in stateful}
+            lags.default = defaults
+            lags.special = specials
             index = self.task_index
             for c, view in enumerate(views):
                 assert isinstance(view, TaskLags)
