@@ -156,6 +156,18 @@ class Workspace:
         self.keys[client] = (count / self.capacity[client], client)
         self.touched.append(client)
 
+    def assign_new_actives(self, client: int, tasks: list[int]) -> None:
+        """``assign_active`` for each of ``tasks`` (distinct) on a client holding none of them,
+        in one step (the first round-robin placement: thousands of tasks in a small group)."""
+        active = self.active[client]
+        if not active.isdisjoint(tasks) or not self.standby[client].isdisjoint(tasks):
+            raise ValueError(f"some of tasks {tasks} are already assigned to {self.pids[client]}")
+        active.update(tasks)
+        count = self.count[client] + len(tasks)
+        self.count[client] = count
+        self.keys[client] = (count / self.capacity[client], client)
+        self.touched.append(client)
+
     def unassign_active(self, client: int, task: int) -> None:
         self.active[client].remove(task)
         count = self.count[client] - 1
