@@ -57,8 +57,24 @@ class JavaPriorityQueue:
         return element in self.queue
 
     def offer(self, element: int) -> None:
-        self.queue.append(element)
-        self._sift_up(len(self.queue) - 1, element)
+        queue = self.queue
+        if self._pos is not None:
+            queue.append(element)
+            self._sift_up(len(queue) - 1, element)
+            return
+        # ``_sift_up`` inlined for the unindexed queue: offers are task movement's commonest step
+        keys = self.keys
+        key = keys[element]
+        k = len(queue)
+        queue.append(element)
+        while k > 0:
+            parent = (k - 1) >> 1
+            e = queue[parent]
+            if key >= keys[e]:
+                break
+            queue[k] = e
+            k = parent
+        queue[k] = element
 
     def poll(self) -> int | None:
         """The head (``None`` if empty); the last element sifts down from the root."""

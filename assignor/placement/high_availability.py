@@ -87,8 +87,8 @@ def assign_high_availability(
 
 def _assign_stateful_actives(ws: Workspace) -> None:
     n = len(ws.pids)
-    for i, task in enumerate(ws.stateful):
-        ws.assign_active(i % n, task)
+    for client in range(n):  # round robin: task i to client i % n
+        ws.assign_new_actives(client, ws.stateful[client::n])
     balance(ws, ws.active, ws.unassign_active, ws.assign_active, None)
 
 

@@ -26,7 +26,7 @@ from assignor.placement.workspace import Workspace
 class CaughtUp:
     """Which clients are caught up on which stateful task, and the clients in lag order."""
 
-    __slots__ = ("_acceptable", "_candidates", "_count", "_min", "_order", "ws")
+    __slots__ = ("_acceptable", "_candidate_sets", "_candidates", "_count", "_min", "_order", "ws")
 
     def __init__(self, ws: Workspace, acceptable_recovery_lag: int) -> None:
         self.ws = ws
@@ -35,6 +35,7 @@ class CaughtUp:
         self._min: dict[int, int] = {}
         self._order: dict[int, list[tuple[int, int]]] = {}
         self._candidates: dict[int, list[int] | None] = {}
+        self._candidate_sets: dict[int, frozenset[int]] = {}
 
     def lag(self, client: int, task: int) -> int:
         lags = self.ws.lags
@@ -70,6 +71,13 @@ class CaughtUp:
         self._candidates[task] = found
         return found
 
+    def candidate_set(self, task: int, candidates: list[int]) -> frozenset[int]:
+        """``candidates(task)`` as a set, built once per task rather than once per poll."""
+        found = self._candidate_sets.get(task)
+        if found is None:
+            found = self._candidate_sets[task] = frozenset(candidates)
+        return found
+
     def min_lag(self, task: int) -> int:
         found = self._min.get(task)
         if found is None:
@@ -81,10 +89,24 @@ class CaughtUp:
             found = self._min[task] = min(values)
         return found
 
-    def should_move(self, client: int, task: int) -> bool:
-        """Not caught up here, and some client is strictly further ahead."""
-        lag = self.lag(client, task)
-        return not is_caught_up(lag, self._acceptable) and self.min_lag(task) < lag
+    def to_move(self, client: int, tasks: set[int]) -> list[int]:
+        """The client's ``tasks`` it should give up, in task order: those it is not caught up
+        on while some client is strictly further ahead. One call per client, not per task
+        (the setup of both movements looks at every assigned stateful task)."""
+        lags = self.ws.lags
+        special = lags.special
+        default = lags.default
+        acceptable = self._acceptable
+        min_lag = self.min_lag
+        found = []
+        for task in sorted(tasks):
+            reported = special[task]
+            if not reported:
+                continue  # every client has the default lag: none is strictly further ahead
+            lag = reported.get(client, default[task])
+            if not is_caught_up(lag, acceptable) and min_lag(task) < lag:
+                found.append(task)
+        return found
 
     def by_lag(self, task: int) -> Iterator[int]:
         """All clients, least lag first, ties by ``ProcessId`` (Kafka's ``tasksToClientByLag``)."""
@@ -152,10 +174,14 @@ def _poll(
     if candidates is not None:
         if extra is not None:
             candidates = [c for c in candidates if extra(c)]
+            if not candidates:
+                clients.poll_none_valid()
+                return None
+            return clients.poll(set(candidates).__contains__, candidates)
         if not candidates:
             clients.poll_none_valid()
             return None
-        return clients.poll(set(candidates).__contains__, candidates)
+        return clients.poll(caught.candidate_set(task, candidates).__contains__, candidates)
     if extra is None:
         return clients.poll(lambda c: caught.is_caught_up(c, task))
     return clients.poll(lambda c: caught.is_caught_up(c, task) and extra(c))
@@ -183,10 +209,9 @@ def assign_active_movements(
     keys: list[tuple[int, int]] = []
     moves: list[tuple[int, int]] = []
     for client in range(len(ws.pids)):
-        for task in sorted(ws.active[client]):
-            if caught.should_move(client, task):
-                keys.append((caught.count(task), task))
-                moves.append((task, client))
+        for task in caught.to_move(client, ws.active[client]):
+            keys.append((caught.count(task), task))
+            moves.append((task, client))
         clients.offer(client)
 
     needed = len(moves)
@@ -232,13 +257,11 @@ def assign_standby_movements(
     keys: list[tuple[int, int]] = []
     moves: list[tuple[int, int]] = []
     for destination in range(len(ws.pids)):
-        warm = warmups.get(destination, ())
-        for task in sorted(ws.standby[destination]):
-            if task in warm:
-                continue
-            if caught.should_move(destination, task):
-                keys.append((caught.count(task), task))
-                moves.append((task, destination))
+        warm = warmups.get(destination)
+        held = ws.standby[destination]
+        for task in caught.to_move(destination, held - warm if warm else held):
+            keys.append((caught.count(task), task))
+            moves.append((task, destination))
         clients.offer(destination)
 
     moved = 0

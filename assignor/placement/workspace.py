@@ -73,12 +73,17 @@ class Workspace:
         self.clients: list[ClientState] = [clients[p] for p in self.pids]
         self.capacity: list[int] = [c.capacity for c in self.clients]
         stateful_set = set(stateful_tasks)
-        unknown = stateful_set.difference(all_tasks)
+        all_set = set(all_tasks)
+        unknown = stateful_set.difference(all_set)  # set against set: the stored hashes serve
         if unknown:
             raise ValueError(f"stateful tasks {sorted(unknown)} are not among all tasks")
-        self.tasks: list[TaskId] = sorted(set(all_tasks), key=_SORT_KEY)
+        self.tasks: list[TaskId] = sorted(all_set, key=_SORT_KEY)
         self.task_index: dict[TaskId, int] = {t: i for i, t in enumerate(self.tasks)}
-        self.stateful: list[int] = [i for i, t in enumerate(self.tasks) if t in stateful_set]
+        self.stateful: list[int] = (
+            list(range(len(self.tasks)))  # every task stateful, the usual case: no lookups
+            if len(stateful_set) == len(all_set)
+            else [i for i, t in enumerate(self.tasks) if t in stateful_set]
+        )
         n = len(self.clients)
         self.active: list[set[int]] = [set() for _ in range(n)]
         self.standby: list[set[int]] = [set() for _ in range(n)]
@@ -97,22 +102,25 @@ class Workspace:
         shared_end = _shared_end_sums(views)
         if shared_end is not None:
             # Sparse path: only clients that reported a task can differ from the end sum.
-            for t in stateful:
-                task = tasks[t]
-                if task not in shared_end:
-                    raise ValueError(f"no changelog end-offset sum for stateful task {task}")
-                lags.default[t] = shared_end[task]
-                lags.special[t] = {}
+            ends = [shared_end.get(tasks[t]) for t in stateful]
+            if None in ends:
+                task = tasks[stateful[ends.index(None)]]
+                raise ValueError(f"no changelog end-offset sum for stateful task {task}")
+            defaults: dict[int, int] = dict(zip(stateful, ends, strict=True))  # type: ignore[arg-type]
+            specials: dict[int, dict[int, int]] = {t: {} for t in stateful}
+            lags.default = defaults
+            lags.special = specials
             index = self.task_index
             for c, view in enumerate(views):
                 assert isinstance(view, TaskLags)
                 for task, offset_sum in view.offset_sums.items():
-                    found = index.get(task)
-                    if found is None or found not in lags.special:
+                    found = index.get(task, -1)
+                    end = defaults.get(found)  # None: no longer in the topology, or stateless
+                    if end is None:
                         continue
-                    lag = task_lag(offset_sum, lags.default[found])
-                    if lag != lags.default[found]:
-                        lags.special[found][c] = lag
+                    lag = task_lag(offset_sum, end)
+                    if lag != end:
+                        specials[found][c] = lag
             return lags
         for t in stateful:
             task = tasks[t]
@@ -134,31 +142,55 @@ class Workspace:
     def has(self, client: int, task: int) -> bool:
         return task in self.active[client] or task in self.standby[client]
 
-    def _touch(self, client: int, delta: int) -> None:
-        count = self.count[client] + delta
+    # The four below run thousands of times per rebalance, so each inlines ``has`` and the
+    # count/key update (a Python call costs as much as the work). ``keys[c]`` and ``touched``
+    # must change together: ``ConstrainedPrioritySet`` relies on it.
+
+    def assign_active(self, client: int, task: int) -> None:
+        active = self.active[client]
+        if task in active or task in self.standby[client]:
+            raise ValueError(f"task {self.tasks[task]} is already assigned to {self.pids[client]}")
+        active.add(task)
+        count = self.count[client] + 1
         self.count[client] = count
         self.keys[client] = (count / self.capacity[client], client)
         self.touched.append(client)
 
-    def assign_active(self, client: int, task: int) -> None:
-        if self.has(client, task):
-            raise ValueError(f"task {self.tasks[task]} is already assigned to {self.pids[client]}")
-        self.active[client].add(task)
-        self._touch(client, 1)
+    def assign_new_actives(self, client: int, tasks: list[int]) -> None:
+        """``assign_active`` for each of ``tasks`` (distinct) on a client holding none of them,
+        in one step (the first round-robin placement: thousands of tasks in a small group)."""
+        active = self.active[client]
+        if not active.isdisjoint(tasks) or not self.standby[client].isdisjoint(tasks):
+            raise ValueError(f"some of tasks {tasks} are already assigned to {self.pids[client]}")
+        active.update(tasks)
+        count = self.count[client] + len(tasks)
+        self.count[client] = count
+        self.keys[client] = (count / self.capacity[client], client)
+        self.touched.append(client)
 
     def unassign_active(self, client: int, task: int) -> None:
         self.active[client].remove(task)
-        self._touch(client, -1)
+        count = self.count[client] - 1
+        self.count[client] = count
+        self.keys[client] = (count / self.capacity[client], client)
+        self.touched.append(client)
 
     def assign_standby(self, client: int, task: int) -> None:
-        if self.has(client, task):
+        standby = self.standby[client]
+        if task in standby or task in self.active[client]:
             raise ValueError(f"task {self.tasks[task]} is already assigned to {self.pids[client]}")
-        self.standby[client].add(task)
-        self._touch(client, 1)
+        standby.add(task)
+        count = self.count[client] + 1
+        self.count[client] = count
+        self.keys[client] = (count / self.capacity[client], client)
+        self.touched.append(client)
 
     def unassign_standby(self, client: int, task: int) -> None:
         self.standby[client].remove(task)
-        self._touch(client, -1)
+        count = self.count[client] - 1
+        self.count[client] = count
+        self.keys[client] = (count / self.capacity[client], client)
+        self.touched.append(client)
 
     def results(self) -> dict[ProcessId, ClientState]:
         tasks = self.tasks
