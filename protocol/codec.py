@@ -43,6 +43,7 @@ import msgpack
 from protocol import _assignment_format, _subscription_format
 from protocol._limits import (
     MAX_ASSIGNMENT_BYTES,
+    MAX_HOSTS,
     MAX_SUBSCRIPTION_BYTES,
 )
 from protocol._read import (
@@ -55,7 +56,7 @@ from protocol._read import (
     read_header,
 )
 from protocol.errors import MAX_PROBLEM_CHARS, ProtocolError, shorten
-from protocol.ids import INT32_MAX
+from protocol.ids import INT32_MAX, HostInfo
 from protocol.messages import (
     HEADER_ERROR_CODE_VERSION,
     AssignmentInfo,
@@ -81,7 +82,7 @@ class Codec:
     version 1 and answers anything newer with the header alone.
     """
 
-    __slots__ = ("_hosts", "latest_supported")
+    __slots__ = ("_hosts", "_own_hosts", "latest_supported")
 
     def __init__(self, latest_supported: int = LATEST_VERSION) -> None:
         if type(latest_supported) is not int or latest_supported not in SUPPORTED_VERSIONS:
@@ -92,6 +93,8 @@ class Codec:
         self.latest_supported = latest_supported
         # The last packed host maps: a leader encodes the same maps for every member.
         self._hosts: _assignment_format.HostSection | None = None
+        # Own-endpoint maps packed per endpoint: the members of one process share an entry.
+        self._own_hosts: dict[HostInfo | None, _assignment_format.HostSection] = {}
 
     def __repr__(self) -> str:
         return f"Codec(latest_supported={self.latest_supported})"
@@ -124,13 +127,30 @@ class Codec:
         replacing the kept section: they differ for every member, and the group's full maps may
         still be needed by members of an older version.
         """
+        if not info.host_maps_complete:
+            return self._own_host_section(info, version)
         kept = self._hosts
         hosts = kept.reuse(info, version) if kept is not None else None
         if hosts is None:
             hosts = _assignment_format.host_section(info, version)
-            if not info.host_maps_complete:
-                return hosts
         self._hosts = hosts
+        return hosts
+
+    def _own_host_section(
+        self, info: AssignmentInfo, version: int
+    ) -> _assignment_format.HostSection:
+        """A member's own-endpoint maps, kept per endpoint: every consumer of a process gets
+        the same entry, so at 10,000 consumers of 10 processes ten are packed, not 10,000."""
+        endpoint = next(iter(info.partitions_by_host), None) or next(
+            iter(info.standby_partitions_by_host), None
+        )
+        kept = self._own_hosts.get(endpoint)
+        hosts = kept.reuse(info, version) if kept is not None else None
+        if hosts is None:
+            hosts = _assignment_format.host_section(info, version)
+            if len(self._own_hosts) >= MAX_HOSTS:  # one group's endpoints at most
+                self._own_hosts.clear()
+            self._own_hosts[endpoint] = hosts
         return hosts
 
     def host_maps_bytes(self, info: AssignmentInfo, version: int) -> int:

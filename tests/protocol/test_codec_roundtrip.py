@@ -264,3 +264,37 @@ def test_a_host_map_changed_in_place_is_packed_again() -> None:
     assert isinstance(after, AssignmentInfo)
     assert set(after.partitions_by_host) == {HostInfo("a", 1), HostInfo("b", 2)}
     assert before != leader.encode_assignment(info)
+
+
+def test_own_endpoint_maps_are_packed_once_per_endpoint_and_read_as_written(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A leader past the group-record budget writes each consumer its own endpoint's entry; the
+    # consumers of one process share it, so it is packed once (10,000 packs at 10,000 consumers
+    # of 10 processes before), and an entry whose partitions changed is packed again.
+    from protocol import _assignment_format
+
+    packs: list[int] = []
+    original = _assignment_format.host_section
+
+    def counted(info: AssignmentInfo, version: int) -> _assignment_format.HostSection:
+        packs.append(version)
+        return original(info, version)
+
+    monkeypatch.setattr(_assignment_format, "host_section", counted)
+    hosts = [HostInfo(f"h{i}", 80) for i in range(3)]
+    owned = {h: frozenset({TopicPartition("t", i)}) for i, h in enumerate(hosts)}
+
+    def own(host: HostInfo, partitions: frozenset[TopicPartition]) -> AssignmentInfo:
+        return AssignmentInfo(version=4, commonly_supported_version=4,
+                              partitions_by_host={host: partitions},
+                              standby_partitions_by_host={}, host_maps_complete=False)
+
+    leader = Codec()
+    for _ in range(4):  # four consumers per process
+        for host in hosts:
+            info = own(host, owned[host])
+            assert leader.encode_assignment(info) == Codec().encode_assignment(info)
+    assert len(packs) == 3 + 4 * 3  # three by the leader, one per fresh codec
+    changed = own(hosts[0], frozenset({TopicPartition("t", 9)}))
+    assert Codec().decode_assignment(leader.encode_assignment(changed)) == changed
