@@ -27,6 +27,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from assignor.adapter.rejoin import aiokafka_group_coordinator
+
 if TYPE_CHECKING:
     from assignor.adapter.process import StreamsProcess
 
@@ -44,13 +46,7 @@ class AssignTimeRefreshUnsupportedError(RuntimeError):
 
 def check_assign_time_refresh_supported() -> None:
     """Fail loudly if aiokafka's private ``GroupCoordinator._perform_assignment`` changed."""
-    try:
-        from aiokafka.consumer.group_coordinator import GroupCoordinator
-    except ImportError as exc:  # pragma: no cover - depends on the installed aiokafka
-        raise AssignTimeRefreshUnsupportedError(
-            "aiokafka.consumer.group_coordinator.GroupCoordinator cannot be imported; "
-            "streams-assignor supports aiokafka 0.14.x"
-        ) from exc
+    GroupCoordinator = aiokafka_group_coordinator(AssignTimeRefreshUnsupportedError)
     method = getattr(GroupCoordinator, "_perform_assignment", None)
     if not inspect.iscoroutinefunction(method) or list(
         inspect.signature(method).parameters

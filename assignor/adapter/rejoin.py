@@ -20,15 +20,22 @@ class RejoinUnsupportedError(RuntimeError):
     """This aiokafka cannot be asked to rejoin; follow-up rebalances would never happen."""
 
 
-def check_rejoin_supported() -> None:
-    """Fail loudly if aiokafka's private ``GroupCoordinator.request_rejoin`` has gone."""
+def aiokafka_group_coordinator(unsupported: type[Exception]) -> type:
+    """aiokafka's private ``GroupCoordinator`` class, whose methods the adapter hooks; raises
+    ``unsupported`` when this aiokafka has none where 0.14 keeps it."""
     try:
         from aiokafka.consumer.group_coordinator import GroupCoordinator
     except ImportError as exc:  # pragma: no cover - depends on the installed aiokafka
-        raise RejoinUnsupportedError(
+        raise unsupported(
             "aiokafka.consumer.group_coordinator.GroupCoordinator cannot be imported; "
             "streams-assignor supports aiokafka 0.14.x"
         ) from exc
+    return GroupCoordinator  # type: ignore[no-any-return]
+
+
+def check_rejoin_supported() -> None:
+    """Fail loudly if aiokafka's private ``GroupCoordinator.request_rejoin`` has gone."""
+    GroupCoordinator = aiokafka_group_coordinator(RejoinUnsupportedError)
     if not callable(getattr(GroupCoordinator, "request_rejoin", None)):
         raise RejoinUnsupportedError(
             "aiokafka's GroupCoordinator has no request_rejoin(); probing and follow-up "
