@@ -73,7 +73,7 @@ from simulator.shim import (
     ShimMember,
     VirtualClock,
 )
-from simulator.state import StateModel
+from simulator.state import StateModel, initial_tasks
 from simulator.summary import rebalance_history, replay_command, scenario_row
 
 #: Namespace of the process ids of dynamic simulated processes (static ones use the adapter's).
@@ -146,11 +146,9 @@ class Replay:
         return layout, cluster
 
     def _initial_behind(self, spec: ProcessSpec) -> dict[TaskId, float]:
-        if spec.initial_state == "empty":
-            return {}
-        if spec.initial_state == "caught_up":
-            return {task: 0.0 for task in self.layout.stateful}
-        return {TaskId.parse(task): float(lag) for task, lag in spec.initial_state.items()}
+        if isinstance(spec.initial_state, dict):
+            return {TaskId.parse(task): float(lag) for task, lag in spec.initial_state.items()}
+        return dict.fromkeys(initial_tasks(self.scenario, spec, self.layout.stateful), 0.0)
 
     def advance(self) -> None:
         self.state.advance(self.clock.time())

@@ -65,11 +65,11 @@ class ProcessSpec(_Strict):
     static: bool = False
     #: the newest subscription version this process's build speaks (version probing below it)
     protocol_version: int = LATEST_VERSION
-    #: local state at start: ``"empty"``, ``"caught_up"`` (every stateful task current), or
-    #: task id -> records behind the changelog's end (``{"1_0": 5000}``)
-    initial_state: Literal["empty", "caught_up"] | dict[str, Annotated[int, Field(ge=0)]] = (
-        "empty"
-    )
+    #: local state at start: ``"empty"``, ``"caught_up"`` (every stateful task current),
+    #: ``"spread"`` (each task current on 1 + standbys of the spread processes, dealt in turn:
+    #: :func:`simulator.state.initial_tasks`), or task id -> records behind the changelog's end
+    initial_state: (Literal["empty", "caught_up", "spread"]
+                    | dict[str, Annotated[int, Field(ge=0)]]) = "empty"
     #: ``False``: the process exists in the scenario but only starts at a ``join`` event
     start: bool = True
 

@@ -31,10 +31,33 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from protocol.ids import TaskId, TopicPartition
-from simulator.scenarios import StateDynamics
+from simulator.scenarios import ProcessSpec, Scenario, StateDynamics
 
 #: Positions within this many records of the end count as caught up (float rounding).
 _EPSILON = 1e-6
+
+
+
+def initial_tasks(scenario: Scenario, spec: ProcessSpec,
+                  stateful: Iterable[TaskId]) -> list[TaskId]:
+    """The stateful tasks whose state is current on ``spec``'s disk when the run starts.
+
+    ``"caught_up"`` is every task on every process: a small group that has shuffled its tasks
+    around for long enough. ``"spread"`` is what a group that has been running leaves on disk:
+    each task's state on as many processes as it has replicas (``1 + num.standby.replicas``),
+    dealt round the processes that hold spread state in scenario order (task ``j`` in id order on
+    holders ``j, j+1, ...`` mod their count), because Kafka Streams deletes the state of tasks a
+    process no longer runs (``state.cleanup.delay.ms``). The deal is fixed by the scenario, not
+    by any assignor, so every assignor meets the same disks.
+    """
+    if spec.initial_state == "caught_up":
+        return list(stateful)
+    if spec.initial_state != "spread":
+        return []
+    holders = [p.name for p in scenario.processes if p.initial_state == "spread"]
+    index, count = holders.index(spec.name), len(holders)
+    copies = min(count, 1 + scenario.assignor_config().num_standby_replicas)
+    return [task for j, task in enumerate(sorted(stateful)) if (index - j) % count < copies]
 
 
 #: available tasks, restoring tasks per (process, thread), processing (process, task) pairs

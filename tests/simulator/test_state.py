@@ -124,3 +124,32 @@ def test_end_offsets_split_a_task_over_its_changelog_partitions_exactly() -> Non
     offsets = state.end_offsets({T0: parts})
     assert sum(offsets.values()) == 1001
     assert set(offsets) == set(parts)
+
+
+def test_spread_state_puts_each_task_on_its_replica_count_of_processes_in_turn() -> None:
+    from simulator.families import generate
+    from simulator.state import initial_tasks
+
+    scenario = generate("crash_recover", {"processes": 4, "partitions": 3, "standbys": 1}, 1)
+    stateful = [TaskId(s, p) for s in (0, 1) for p in range(3)]
+    held = {spec.name: initial_tasks(scenario, spec, stateful) for spec in scenario.processes}
+    assert all(spec.initial_state == "spread" for spec in scenario.processes)
+    # task j (0_0, 0_1, 0_2, 1_0, 1_1, 1_2) on holders j and j+1 (mod 4)
+    assert held == {
+        "p0": [TaskId(0, 0), TaskId(1, 0), TaskId(1, 1)],
+        "p1": [TaskId(0, 0), TaskId(0, 1), TaskId(1, 1), TaskId(1, 2)],
+        "p2": [TaskId(0, 1), TaskId(0, 2), TaskId(1, 2)],
+        "p3": [TaskId(0, 2), TaskId(1, 0)],
+    }
+    copies = [sum(task in tasks for tasks in held.values()) for task in stateful]
+    assert copies == [2] * 6
+
+
+def test_spread_state_never_holds_more_copies_than_processes() -> None:
+    from simulator.families import generate
+    from simulator.state import initial_tasks
+
+    scenario = generate("crash_recover", {"processes": 2, "partitions": 2, "standbys": 2}, 1)
+    stateful = [TaskId(0, 0), TaskId(0, 1)]
+    for spec in scenario.processes:
+        assert initial_tasks(scenario, spec, stateful) == stateful
