@@ -47,6 +47,8 @@ class Mix:
     max_processes: int
     max_rolling_processes: int
     max_partitions: int
+    #: most consumers (processes x threads) a drawn group has: threads are cut to fit
+    max_members: int
     #: (processes, threads, partitions) groups added once per family where the family allows it
     large_groups: tuple[tuple[int, int, int], ...] = ()
 
@@ -55,17 +57,20 @@ MIXES: dict[str, Mix] = {
     m.name: m for m in (
         Mix("default",
             "every family and assignor; groups of 1 to 200 processes (rolling families up to "
-            "24), 1-4 threads, standbys 0-2, the shop topology (2 tasks per partition)",
-            scenarios=2000, max_processes=200, max_rolling_processes=24, max_partitions=256),
+            "24), 1-4 threads (at most 400 consumers), standbys 0-2, the shop topology (2 tasks "
+            "per partition)",
+            scenarios=2000, max_processes=200, max_rolling_processes=24, max_partitions=256,
+            max_members=400),
         Mix("large",
             "the default mix plus, for every family that is not rolling, one group of 250 "
             "processes x 4 threads (1,000 members) and 5,000 partitions (10,000 tasks)",
             scenarios=2000, max_processes=200, max_rolling_processes=24, max_partitions=256,
-            large_groups=((250, 4, 5000),)),
+            max_members=400, large_groups=((250, 4, 5000),)),
         Mix("smoke",
             "small groups only (1-6 processes, rolling families up to 4): the tests' and a "
             "quick look's mix",
-            scenarios=24, max_processes=6, max_rolling_processes=4, max_partitions=16),
+            scenarios=24, max_processes=6, max_rolling_processes=4, max_partitions=16,
+            max_members=24),
     )
 }
 
@@ -95,11 +100,20 @@ def cost(family: str, params: dict[str, Any]) -> int:
     bar's time left is reckoned in it (the biggest-first order makes a count of replays lie)."""
     processes = int(params.get("processes", 1))
     members = processes * int(params.get("threads", 1))
-    return members * (processes + 2 if family in ROLLING_FAMILIES else 4)
+    if family in ROLLING_FAMILIES:
+        return members * (processes + 2)
+    steps = sum(int(params.get(key, 0)) for key in ("add", "remove", "flaps"))
+    return members * (steps + 4)
 
 
 #: A job as the executors receive it: (case_id, family, params JSON, seed, assignor).
 Job = tuple[int, str, str, int, str]
+
+#: Most processes a scale-out adds or a scale-in removes, one by one: each step is a rebalance
+#: and its probing rounds for the whole group, so a quarter of 200 processes would replay 50
+#: membership changes (a minute of replay for one job); operators step a group up or down by a
+#: few instances at a time.
+MAX_STEPS = 8
 
 #: Replay cost of each assignor relative to :func:`cost`, in tenths: measured on a sample of 139
 #: default-mix jobs (groups of 1-65 processes; seconds per unit of cost: round-robin 1.1, sticky
@@ -162,12 +176,16 @@ def resolve(mix: str, families: Sequence[str] | None,
 
 #: The size law of a mix's groups: (share of cases, lowest, highest processes), tried in order;
 #: the rest are log-uniform in 1..20. Most real groups are small, and a replay's cost grows
-#: faster than its group (a 200-process scale-out takes minutes, a 10-process one a second).
-SIZE_TAIL: tuple[tuple[float, int, int], ...] = ((0.02, 101, 10**9), (0.13, 21, 100))
+#: faster than its group: a 100-200 process replay costs as much as a few hundred small ones
+#: (each of its rebalances runs a few hundred members, and the high-availability assignor
+#: needs dozens of probing rounds to move hundreds of tasks two warm-ups at a time), so the big
+#: end is there to be seen, not to weigh: 0.5 % above 100 and 5 % of 21-100, beside the first
+#: case of each family, pinned at the top.
+SIZE_TAIL: tuple[tuple[float, int, int], ...] = ((0.005, 101, 10**9), (0.05, 21, 100))
 
 
 def _long_tail(rng: random.Random, top: int) -> int:
-    """1..top: 2 % above 100 processes, 13 % 21-100, the rest log-uniform 1-20."""
+    """1..top: 0.5 % above 100 processes, 5 % 21-100, the rest log-uniform 1-20."""
     draw = rng.random()
     for share, low, high in SIZE_TAIL:
         if draw < share and low <= top:
@@ -187,7 +205,7 @@ def _params(mix: Mix, family: str, rng: random.Random, index: int,
     else:
         # the first two cases of each family pin the ends of the size range
         processes = {0: 1, 1: top}.get(index, _long_tail(rng, top))
-        threads = rng.choice((1, 1, 2, 2, 4))
+        threads = min(rng.choice((1, 1, 2, 2, 4)), max(1, mix.max_members // processes))
         partitions = max(1, min(mix.max_partitions, round(processes * rng.uniform(1.0, 4.0))))
     draws: dict[str, Any] = {
         "processes": processes,
@@ -198,8 +216,8 @@ def _params(mix: Mix, family: str, rng: random.Random, index: int,
         "warmups": rng.choice((1, 2, 4)),
         "recovery_lag": rng.choice((1_000, 10_000, 100_000)),
         # family-specific, each only where the family declares it
-        "add": rng.randint(1, max(1, processes // 4)),
-        "remove": rng.randint(1, max(1, processes // 4)),
+        "add": rng.randint(1, max(1, min(MAX_STEPS, processes // 4))),
+        "remove": rng.randint(1, max(1, min(MAX_STEPS, processes // 4))),
         "crash": rng.randint(1, max(1, processes // 5)),
         "flaps": rng.randint(2, 4),
         "wipe": rng.random() < 0.3,

@@ -31,6 +31,17 @@ def test_default_mix_covers_every_family_standbys_and_sizes() -> None:
     assert set(mix.resolve("default", None, ["fallback_prior"])[2]) == {"fallback_prior"}
 
 
+def test_default_mix_caps_consumers_and_membership_steps() -> None:
+    chosen, families, _ = mix.resolve("default", None, None)
+    cases = mix.build_cases(chosen, families, chosen.scenarios, 0)
+    members = [c.params["processes"] * c.params["threads"] for c in cases]
+    assert max(members) <= chosen.max_members
+    steps = [c.params.get(k, 0) for c in cases for k in ("add", "remove")]
+    assert max(steps) == mix.MAX_STEPS
+    big = [c for c in cases if c.params["processes"] > 100]
+    assert len(families) <= len(big) <= 3 * len(families)
+
+
 def test_large_mix_adds_a_thousand_members_and_ten_thousand_tasks() -> None:
     chosen, families, _ = mix.resolve("large", None, None)
     cases = mix.build_cases(chosen, families, 16, 0)
