@@ -127,7 +127,8 @@ class Replay:
         self._watch = ChangeWatch()
         self._ours = scenario.assignor in OUR_ASSIGNORS
         for sim in self.sims.values():
-            self.state.add_process(sim.name, self._initial_behind(sim.spec))
+            self.state.add_process(sim.name, self._initial_behind(sim.spec), settle_threads=(
+                sim.spec.threads if sim.spec.initial_state == "settled" else 0))
         self._topics: list[str] = sorted(self.topology.source_topics)
         if scenario.assignor == FAUST:  # it subscribes to changelogs too; what it cannot say
             self._topics = faust_topics(self.topology)
@@ -148,7 +149,7 @@ class Replay:
     def _initial_behind(self, spec: ProcessSpec) -> dict[TaskId, float]:
         if isinstance(spec.initial_state, dict):
             return {TaskId.parse(task): float(lag) for task, lag in spec.initial_state.items()}
-        return dict.fromkeys(initial_tasks(self.scenario, spec, self.layout.stateful), 0.0)
+        return dict.fromkeys(initial_tasks(spec, self.layout.stateful), 0.0)
 
     def advance(self) -> None:
         self.state.advance(self.clock.time())

@@ -64,7 +64,7 @@ class Family:
 
 
 def _processes(p: dict[str, Any], count: int, *, start: bool = True, first: int = 0,
-               state: str = "spread") -> list[dict[str, Any]]:
+               state: str = "settled") -> list[dict[str, Any]]:
     return [
         {"name": f"p{i}", "threads": p["threads"], "static": bool(p["static"]),
          "initial_state": state, "start": start,

@@ -66,9 +66,9 @@ class ProcessSpec(_Strict):
     #: the newest subscription version this process's build speaks (version probing below it)
     protocol_version: int = LATEST_VERSION
     #: local state at start: ``"empty"``, ``"caught_up"`` (every stateful task current),
-    #: ``"spread"`` (each task current on 1 + standbys of the spread processes, dealt in turn:
-    #: :func:`simulator.state.initial_tasks`), or task id -> records behind the changelog's end
-    initial_state: (Literal["empty", "caught_up", "spread"]
+    #: ``"settled"`` (every task current until the process's first assignment, then only what
+    #: it kept: :meth:`simulator.state.StateModel.add_process`), or task id -> records behind
+    initial_state: (Literal["empty", "caught_up", "settled"]
                     | dict[str, Annotated[int, Field(ge=0)]]) = "empty"
     #: ``False``: the process exists in the scenario but only starts at a ``join`` event
     start: bool = True

@@ -31,33 +31,18 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from protocol.ids import TaskId, TopicPartition
-from simulator.scenarios import ProcessSpec, Scenario, StateDynamics
+from simulator.scenarios import ProcessSpec, StateDynamics
 
 #: Positions within this many records of the end count as caught up (float rounding).
 _EPSILON = 1e-6
 
 
 
-def initial_tasks(scenario: Scenario, spec: ProcessSpec,
-                  stateful: Iterable[TaskId]) -> list[TaskId]:
-    """The stateful tasks whose state is current on ``spec``'s disk when the run starts.
-
-    ``"caught_up"`` is every task on every process: a small group that has shuffled its tasks
-    around for long enough. ``"spread"`` is what a group that has been running leaves on disk:
-    each task's state on as many processes as it has replicas (``1 + num.standby.replicas``),
-    dealt round the processes that hold spread state in scenario order (task ``j`` in id order on
-    holders ``j, j+1, ...`` mod their count), because Kafka Streams deletes the state of tasks a
-    process no longer runs (``state.cleanup.delay.ms``). The deal is fixed by the scenario, not
-    by any assignor, so every assignor meets the same disks.
-    """
-    if spec.initial_state == "caught_up":
-        return list(stateful)
-    if spec.initial_state != "spread":
-        return []
-    holders = [p.name for p in scenario.processes if p.initial_state == "spread"]
-    index, count = holders.index(spec.name), len(holders)
-    copies = min(count, 1 + scenario.assignor_config().num_standby_replicas)
-    return [task for j, task in enumerate(sorted(stateful)) if (index - j) % count < copies]
+def initial_tasks(spec: ProcessSpec, stateful: Iterable[TaskId]) -> list[TaskId]:
+    """The stateful tasks whose state is current on ``spec``'s disk when the run starts:
+    every one for ``"caught_up"`` and ``"settled"`` (which :meth:`StateModel.add_process`
+    then trims to the process's first assignment), none for ``"empty"``."""
+    return list(stateful) if spec.initial_state in ("caught_up", "settled") else []
 
 
 #: available tasks, restoring tasks per (process, thread), processing (process, task) pairs
@@ -105,6 +90,9 @@ class StateModel:
         #: (every thread of a process reports the same sums at one instant, each rebalance)
         self._disk_version = 0
         self._sums: dict[str, tuple[int, dict[TaskId, int]]] = {}
+        #: processes still on the disk they started with (``"settled"``): their threads not
+        #: yet assigned, and the task indices those assignments kept
+        self._settling: dict[str, tuple[set[int], set[int]]] = {}
         #: records restored by active tasks (standby catch-up is counted apart)
         self.restored = 0.0
         self.standby_replayed = 0.0
@@ -150,9 +138,20 @@ class StateModel:
         index = self._index
         return tuple(sorted(index[t] for t in tasks if t in index))
 
-    def add_process(self, process: str, behind: Mapping[TaskId, float] | None = None) -> None:
-        """A process's disk: ``behind`` maps tasks to how far their local state trails the end."""
+    def add_process(self, process: str, behind: Mapping[TaskId, float] | None = None, *,
+                    settle_threads: int = 0) -> None:
+        """A process's disk: ``behind`` maps tasks to how far their local state trails the end.
+
+        ``settle_threads``: the process starts *settled*, as in a group that has run under its
+        assignor for a while: it holds ``behind`` until each of its threads has had a first
+        assignment, and then only what those assignments kept (Kafka Streams cleans up the
+        state of tasks a process no longer runs). So each assignor starts from its own steady
+        state: the high-availability assignor sees every client caught up and places its
+        balanced assignment at once, and a sticky one keeps what it would have kept.
+        """
         self._version += 1
+        if settle_threads:
+            self._settling[process] = (set(range(settle_threads)), set())
         self._disk_version += 1
         disk = self._disk.setdefault(process, {})
         for task, lag in (behind or {}).items():
@@ -181,18 +180,28 @@ class StateModel:
         for i in (*actives, *standbys):
             if self._end[i] is not None:
                 disk.setdefault(i, 0.0)
+        settling = self._settling.get(process)
+        if settling is not None:
+            threads_left, kept = settling
+            threads_left.discard(thread)
+            kept.update(actives, standbys)
+            if not threads_left:
+                del self._settling[process]
+                self._disk[process] = {i: x for i, x in disk.items() if i in kept}
 
     def crash(self, process: str, *, wipe: bool = False) -> None:
         """The process is gone: its threads and their tasks vanish; its disk stays unless wiped."""
         self._version += 1
         self._disk_version += 1
         self._threads[process] = {}
+        self._settling.pop(process, None)
         if wipe:
             self._disk[process] = {}
 
     def wipe(self, process: str) -> None:
         self._version += 1
         self._disk_version += 1
+        self._settling.pop(process, None)
         self._disk[process] = {}
 
     # -- what the process reports, what the leader reads --------------------------------------

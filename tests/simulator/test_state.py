@@ -126,30 +126,34 @@ def test_end_offsets_split_a_task_over_its_changelog_partitions_exactly() -> Non
     assert set(offsets) == set(parts)
 
 
-def test_spread_state_puts_each_task_on_its_replica_count_of_processes_in_turn() -> None:
+
+def test_a_settled_process_keeps_only_what_its_threads_were_first_assigned() -> None:
+    state = model((T0, T1, T2))
+    state.add_process("a", {T0: 0, T1: 0, T2: 0}, settle_threads=2)
+    assert set(state.offset_sums("a")) == {T0, T1, T2}
+    state.assign("a", 0, [T0], [])
+    assert set(state.disk["a"]) == {T0, T1, T2}  # thread 1 not assigned yet
+    state.assign("a", 1, [], [T1])
+    assert set(state.disk["a"]) == {T0, T1}
+    assert state.disk["a"][T0] == pytest.approx(1000.0)  # current, nothing to restore
+    state.assign("a", 0, [T2], [])  # later assignments no longer trim
+    assert set(state.disk["a"]) == {T0, T1, T2}
+
+
+def test_a_settled_process_that_crashes_first_keeps_its_whole_disk() -> None:
+    state = model((T0, T1))
+    state.add_process("a", {T0: 0, T1: 0}, settle_threads=1)
+    state.crash("a")
+    state.assign("a", 0, [T0], [])
+    assert set(state.disk["a"]) == {T0, T1}
+
+
+def test_family_groups_start_settled_under_their_own_assignor() -> None:
+    from simulator.engine import replay
     from simulator.families import generate
-    from simulator.state import initial_tasks
 
-    scenario = generate("crash_recover", {"processes": 4, "partitions": 3, "standbys": 1}, 1)
-    stateful = [TaskId(s, p) for s in (0, 1) for p in range(3)]
-    held = {spec.name: initial_tasks(scenario, spec, stateful) for spec in scenario.processes}
-    assert all(spec.initial_state == "spread" for spec in scenario.processes)
-    # task j (0_0, 0_1, 0_2, 1_0, 1_1, 1_2) on holders j and j+1 (mod 4)
-    assert held == {
-        "p0": [TaskId(0, 0), TaskId(1, 0), TaskId(1, 1)],
-        "p1": [TaskId(0, 0), TaskId(0, 1), TaskId(1, 1), TaskId(1, 2)],
-        "p2": [TaskId(0, 1), TaskId(0, 2), TaskId(1, 2)],
-        "p3": [TaskId(0, 2), TaskId(1, 0)],
-    }
-    copies = [sum(task in tasks for tasks in held.values()) for task in stateful]
-    assert copies == [2] * 6
-
-
-def test_spread_state_never_holds_more_copies_than_processes() -> None:
-    from simulator.families import generate
-    from simulator.state import initial_tasks
-
-    scenario = generate("crash_recover", {"processes": 2, "partitions": 2, "standbys": 2}, 1)
-    stateful = [TaskId(0, 0), TaskId(0, 1)]
-    for spec in scenario.processes:
-        assert initial_tasks(scenario, spec, stateful) == stateful
+    scenario = generate("crash_recover", {"processes": 4, "threads": 2, "partitions": 8}, 7)
+    assert {spec.initial_state for spec in scenario.processes} == {"settled"}
+    first = replay(scenario).rebalances[0]
+    # every client caught up on every task: the balanced assignment at once, no warm-up
+    assert first.warmups == 0 and first.followup == "" and first.restore_records == 0
