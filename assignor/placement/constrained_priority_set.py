@@ -34,6 +34,9 @@ from assignor._java.hash_table import SubsetOrders, grown_table_length
 from assignor._java.priority_queue import JavaPriorityQueue
 
 _OFFER = 0
+# a removal whose changed client's old and new key bracket more sorted entries than this is
+# treated as order-breaking without looking (a look costs one step per entry)
+_BETWEEN_LIMIT = 8
 _POLL = 1
 
 # One logged step: kind, client, and the keys (client, key) the replay must see from then on.
@@ -54,6 +57,7 @@ class ConstrainedPrioritySet:
         "_base_array",
         "_base_keys",
         "_base_order",
+        "_base_sorted",
         "_dirty",
         "_heap",
         "_keys",
@@ -93,6 +97,9 @@ class ConstrainedPrioritySet:
         self._base_array: list[int] | None = None
         self._base_order: list[int] | None = None
         self._base_keys: list[Any] = []
+        # ``_sorted`` as it was at the reset, when the refill order depends on the pop order:
+        # a replay then reads the clients in key order from it instead of sorting them again
+        self._base_sorted: list[Any] | None = None
         # the key the replay compares a client by, so far, where it is not ``_base_keys``'s
         self._logged: dict[int, Any] = {}
         self._ordered = False  # the real queue is in heap order by the keys the log holds
@@ -203,13 +210,45 @@ class ConstrainedPrioritySet:
         their old keys in the log. Task movement: the source takes a task while the
         destination, still queued, gives it away; they compare alike unless their loads meet.
         """
-        if client in self._present:
+        if client in self._present and not self._nothing_between(client, others):
             return False  # a removal first: it compares other clients with each other
         keys = self._keys
         key = keys[client]
         logged = self._logged
         base = self._base_keys
         return all((key < keys[c]) == (key < logged.get(c, base[c])) for c in others)
+
+    def _nothing_between(self, client: int, others: list[int]) -> bool:
+        """Whether removing ``client`` compares the one changed client in ``others`` with every
+        other queued client exactly as its old key would: no queued client's key lies between
+        its old and new key. (A removal compares the remaining clients with each other, never
+        ``client``.) Task movement, after a reset: the most caught-up client takes a standby
+        while still queued and the destination gives one away; in small groups their loads
+        rarely bracket a third client's.
+        """
+        if len(others) != 1:
+            return False
+        changed = others[0]
+        keys = self._keys
+        low, high = sorted((keys[changed], self._logged.get(changed, self._base_keys[changed])))
+        if self._sorted is None:
+            self._sorted = sorted(keys)
+            self._sorted_key = list(keys)
+        ordered = self._sorted
+        first = bisect.bisect_right(ordered, low)
+        last = bisect.bisect_left(ordered, high)
+        if last - first > _BETWEEN_LIMIT:
+            return False
+        present = self._present
+        dirty = self._dirty
+        skip = (client, changed)
+        for key in ordered[first:last]:  # entries of clients in ``dirty`` may be stale
+            c = key[1]
+            if c not in skip and c in present and c not in dirty:
+                return False
+        return not any(  # the stale ones, by their current key
+            c not in skip and c in present and low < keys[c] < high for c in dirty
+        )
 
     def _resort(self, client: int) -> None:
         assert self._sorted is not None
@@ -250,11 +289,24 @@ class ConstrainedPrioritySet:
         return best
 
     def _start(self, order: list[int] | None, array: list[int] | None) -> None:
-        """A new lazy stretch from a reset: every client in the queue, in heap order."""
-        if self._sorted is not None:
+        """A new lazy stretch from a reset: every client in the queue, in heap order.
+
+        When the refill's order depends on the pop order (``order`` and ``array`` both
+        ``None``), the clients' key order is kept from ``_sorted`` (built here if need be, then
+        kept current by every offer): a copy costs a memory copy, a sort at replay time costs
+        ``n log n`` comparisons of tuples, and in large groups nearly every such stretch is
+        replayed once.
+        """
+        if order is None and array is None and self._sorted is None:
+            self._sorted = sorted(self._keys)
+            self._sorted_key = list(self._keys)
+        elif self._sorted is not None:
             for client in list(self._dirty):
                 self._resort(client)
         self._dirty.clear()
+        self._base_sorted = (
+            list(self._sorted) if order is None and array is None and self._sorted else None
+        )
         self._log = []
         self._base_order = order
         self._base_array = array
@@ -307,6 +359,8 @@ class ConstrainedPrioritySet:
     def _sorted_hash_order(self, keys: list[Any]) -> list[int]:
         """A reset's refill order when it depends on the pop order (clients sharing a bucket):
         the pops of an ordered queue come out sorted."""
+        if self._base_sorted is not None:
+            return self._orders.order([key[1] for key in self._base_sorted])
         return self._orders.order(sorted(range(len(self._spread)), key=keys.__getitem__))
 
     def _hash_order(self) -> list[int] | None:
