@@ -155,6 +155,41 @@ def test_movement_pattern_stays_lazy_and_exact() -> None:
     assert lazy.layout() == list(kafka.heap)
 
 
+def test_standby_movement_pattern_with_a_queued_source_equals_kafka() -> None:
+    """Standby movement after a reset: the most caught-up client takes a standby while still
+    queued (it was never polled), the destination gives one away, both are re-offered (the
+    source's removal compares the others, the destination's changed key among them). Small
+    groups with spread loads, large ones with crowded loads: every answer and every layout
+    equals Kafka's, whether the lazy set keeps going or replays."""
+    for n, spread_loads, seed in ((9, 30, 1), (9, 3, 2), (40, 2, 3), (120, 2, 4)):
+        rng = random.Random(seed)
+        keys: list[Any] = [(float(100 + rng.randrange(spread_loads)), c) for c in range(n)]
+        touched: list[int] = []
+        spread_hashes = _hashes(n, "crowded" if seed % 2 else "random", rng)
+        lazy = ConstrainedPrioritySet(keys, spread_hashes, touched)
+        kafka = _Kafka(keys, spread_hashes)
+        for client in range(n):
+            lazy.offer(client)
+            kafka.offer(client)
+        for _ in range(200):
+            lazy.poll_none_valid()
+            assert kafka.poll(lambda c: False) is None
+            source, destination = rng.sample(range(n), 2)
+            keys[source] = (keys[source][0] + 1.0, source)
+            keys[destination] = (keys[destination][0] - rng.choice([0.0, 1.0]), destination)
+            touched.extend((source, destination))
+            for c in (source, destination):
+                lazy.offer(c)
+                kafka.offer(c)
+            caught = rng.sample(range(n), 2)
+            found = lazy.poll(set(caught).__contains__, caught)
+            assert found == kafka.poll(set(caught).__contains__)
+            if found is not None:
+                lazy.offer(found)
+                kafka.offer(found)
+            assert lazy.layout() == list(kafka.heap)
+
+
 def test_polls_after_loads_changed_under_the_queue_follow_the_array() -> None:
     """Without a reset in between, a client that gave a task away (its load fell while queued)
     and one re-offered before it can leave the array out of heap order; Kafka's next poll then
