@@ -37,6 +37,8 @@ _OFFER = 0
 # a removal whose changed client's old and new key bracket more sorted entries than this is
 # treated as order-breaking without looking (a look costs one step per entry)
 _BETWEEN_LIMIT = 8
+# up to this many clients a scan of the queued keys is cheaper than keeping them sorted
+_SMALL = 32
 _POLL = 1
 
 # One logged step: kind, client, and the keys (client, key) the replay must see from then on.
@@ -231,17 +233,18 @@ class ConstrainedPrioritySet:
         changed = others[0]
         keys = self._keys
         low, high = sorted((keys[changed], self._logged.get(changed, self._base_keys[changed])))
-        if self._sorted is None:
-            self._sorted = sorted(keys)
-            self._sorted_key = list(keys)
+        present = self._present
+        skip = (client, changed)
+        if len(self._spread) <= _SMALL:  # a look at every queued client costs less than upkeep
+            return not any(low < keys[c] < high for c in present if c not in skip)
         ordered = self._sorted
+        if ordered is None:
+            return False
         first = bisect.bisect_right(ordered, low)
         last = bisect.bisect_left(ordered, high)
         if last - first > _BETWEEN_LIMIT:
             return False
-        present = self._present
         dirty = self._dirty
-        skip = (client, changed)
         for key in ordered[first:last]:  # entries of clients in ``dirty`` may be stale
             c = key[1]
             if c not in skip and c in present and c not in dirty:
@@ -297,16 +300,15 @@ class ConstrainedPrioritySet:
         ``n log n`` comparisons of tuples, and in large groups nearly every such stretch is
         replayed once.
         """
-        if order is None and array is None and self._sorted is None:
+        wants_sorted = order is None and array is None and len(self._spread) > _SMALL
+        if wants_sorted and self._sorted is None:
             self._sorted = sorted(self._keys)
             self._sorted_key = list(self._keys)
         elif self._sorted is not None:
             for client in list(self._dirty):
                 self._resort(client)
         self._dirty.clear()
-        self._base_sorted = (
-            list(self._sorted) if order is None and array is None and self._sorted else None
-        )
+        self._base_sorted = list(self._sorted) if wants_sorted and self._sorted else None
         self._log = []
         self._base_order = order
         self._base_array = array
