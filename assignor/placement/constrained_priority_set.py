@@ -66,6 +66,7 @@ class ConstrainedPrioritySet:
         "_log",
         "_logged",
         "_ordered",
+        "_pending",
         "_orders",
         "_present",
         "_seen",
@@ -105,6 +106,8 @@ class ConstrainedPrioritySet:
         # the key the replay compares a client by, so far, where it is not ``_base_keys``'s
         self._logged: dict[int, Any] = {}
         self._ordered = False  # the real queue is in heap order by the keys the log holds
+        # a client whose re-offer, as the very next step, puts the queue back in heap order
+        self._pending: int | None = None
 
     # --- Kafka's operations --------------------------------------------------------------------
 
@@ -117,11 +120,18 @@ class ConstrainedPrioritySet:
         if self._log is not None:
             overrides: tuple[tuple[int, Any], ...] = ((client, keys[client]),)
             dirty = self._dirty
+            pending = self._pending
+            self._pending = None
+            others: list[int] = []
             if dirty and (len(dirty) > 1 or client not in dirty):
                 others = [c for c in self._changed() if c != client]
                 if others and not self._same_outcomes(client, others):
+                    if self._ordered and self._repaired_by_reoffer(client, others):
+                        self._pending = others[0]
                     self._ordered = False
                     overrides = tuple((c, keys[c]) for c in others) + overrides
+            if pending == client and not others:
+                self._ordered = True  # see _repaired_by_reoffer
             logged = self._logged
             for c, key in overrides:
                 logged[c] = key
@@ -220,6 +230,30 @@ class ConstrainedPrioritySet:
         base = self._base_keys
         return all((key < keys[c]) == (key < logged.get(c, base[c])) for c in others)
 
+    def _repaired_by_reoffer(self, client: int, others: list[int]) -> bool:
+        """Whether inserting ``client`` (not queued) leaves the queue in heap order by the
+        current keys once the one changed client in ``others``, whose key fell, is re-offered
+        next (then ``offer`` restores ``_ordered``; any other step first replays).
+
+        Why: the insert compares the new key only with its ancestors. Where it meets the
+        changed client (new key below, old key above the inserted one) it stops beneath it
+        instead of rising past it; every other comparison goes as the log's keys say. The
+        changed client's removal then needs every client above its slot to be lighter than
+        everything below, and that holds when no other queued client's key lies between the
+        inserted key and the changed client's old key (those above it were lighter than its
+        old key). Task movement: the source, just polled, takes a task; the destination, still
+        queued, gives its task away; both are re-offered in that order.
+        """
+        if client in self._present or len(others) != 1:
+            return False
+        changed = others[0]
+        keys = self._keys
+        old = self._logged.get(changed, self._base_keys[changed])
+        key = keys[client]
+        if not keys[changed] < key < old:
+            return False
+        return self._none_queued_between(key, old, (client, changed))
+
     def _nothing_between(self, client: int, others: list[int]) -> bool:
         """Whether removing ``client`` compares the one changed client in ``others`` with every
         other queued client exactly as its old key would: no queued client's key lies between
@@ -233,8 +267,12 @@ class ConstrainedPrioritySet:
         changed = others[0]
         keys = self._keys
         low, high = sorted((keys[changed], self._logged.get(changed, self._base_keys[changed])))
+        return self._none_queued_between(low, high, (client, changed))
+
+    def _none_queued_between(self, low: Any, high: Any, skip: tuple[int, int]) -> bool:
+        """No queued client but those in ``skip`` has its current key strictly between."""
+        keys = self._keys
         present = self._present
-        skip = (client, changed)
         if len(self._spread) <= _SMALL:  # a look at every queued client costs less than upkeep
             return not any(low < keys[c] < high for c in present if c not in skip)
         ordered = self._sorted
@@ -315,6 +353,7 @@ class ConstrainedPrioritySet:
         self._base_keys = list(self._keys)
         self._logged = {}
         self._ordered = True
+        self._pending = None
 
     def _reset_ordered(self) -> None:
         """Kafka's reset from a queue in heap order (or with a pop-order-free refill)."""
@@ -330,6 +369,7 @@ class ConstrainedPrioritySet:
             self._heap, self._present = self._replay()
             self._log = None
             self._ordered = False
+            self._pending = None
 
     def _replay(self) -> tuple[JavaPriorityQueue, set[int]]:
         assert self._log is not None

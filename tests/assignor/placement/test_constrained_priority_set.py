@@ -190,6 +190,32 @@ def test_standby_movement_pattern_with_a_queued_source_equals_kafka() -> None:
             assert lazy.layout() == list(kafka.heap)
 
 
+def test_a_source_landing_between_the_destinations_loads_keeps_the_queue_lazy() -> None:
+    """Active movement: the polled source's new key falls between the queued destination's
+    new and old keys, and no other client's key lies between: re-offering the source, then
+    the destination, leaves the queue in heap order, so the set keeps answering from keys
+    (no replay) and still answers as Kafka does."""
+    keys: list[Any] = [(float(load), c) for c, load in enumerate((0, 10, 11, 20, 30))]
+    touched: list[int] = []
+    spread_hashes = [0, 16, 32, 48, 64]  # one bucket while the set is small: pop order counts
+    lazy = ConstrainedPrioritySet(keys, spread_hashes, touched)
+    kafka = _Kafka(keys, spread_hashes)
+    for client in range(5):
+        lazy.offer(client)
+        kafka.offer(client)
+    lazy.poll_none_valid()
+    assert kafka.poll(lambda c: False) is None
+    assert lazy.poll({1}.__contains__, [1]) == kafka.poll({1}.__contains__) == 1
+    keys[1], keys[2] = (11.0, 1), (10.0, 2)  # source 10 -> 11, destination (11, 2) -> (10, 2)
+    touched.extend((1, 2))
+    for c in (1, 2):
+        lazy.offer(c)
+        kafka.offer(c)
+    assert lazy._log is not None and lazy._ordered
+    assert lazy.poll({1, 2, 3}.__contains__, [1, 2, 3]) == kafka.poll({1, 2, 3}.__contains__)
+    assert lazy.layout() == list(kafka.heap)
+
+
 def test_polls_after_loads_changed_under_the_queue_follow_the_array() -> None:
     """Without a reset in between, a client that gave a task away (its load fell while queued)
     and one re-offered before it can leave the array out of heap order; Kafka's next poll then
