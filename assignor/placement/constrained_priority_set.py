@@ -66,8 +66,8 @@ class ConstrainedPrioritySet:
         "_log",
         "_logged",
         "_ordered",
-        "_pending",
         "_orders",
+        "_pending",
         "_present",
         "_seen",
         "_sorted",
@@ -126,7 +126,10 @@ class ConstrainedPrioritySet:
             if dirty and (len(dirty) > 1 or client not in dirty):
                 others = [c for c in self._changed() if c != client]
                 if others and not self._same_outcomes(client, others):
-                    if self._ordered and self._repaired_by_reoffer(client, others):
+                    if self._ordered and (
+                        self._repaired_by_reoffer(client, others)
+                        or self._removal_repaired_by_reoffer(client, others)
+                    ):
                         self._pending = others[0]
                     self._ordered = False
                     overrides = tuple((c, keys[c]) for c in others) + overrides
@@ -235,14 +238,12 @@ class ConstrainedPrioritySet:
         current keys once the one changed client in ``others``, whose key fell, is re-offered
         next (then ``offer`` restores ``_ordered``; any other step first replays).
 
-        Why: the insert compares the new key only with its ancestors. Where it meets the
+        Why: the insert compares the new key only with its ancestors; where it meets the
         changed client (new key below, old key above the inserted one) it stops beneath it
-        instead of rising past it; every other comparison goes as the log's keys say. The
-        changed client's removal then needs every client above its slot to be lighter than
-        everything below, and that holds when no other queued client's key lies between the
-        inserted key and the changed client's old key (those above it were lighter than its
-        old key). Task movement: the source, just polled, takes a task; the destination, still
-        queued, gives its task away; both are re-offered in that order.
+        instead of rising past it. The changed client's removal then needs every client above
+        its slot lighter than everything below: it holds when no other queued key lies between
+        the inserted key and the changed client's old key. Task movement: the polled source
+        takes a task, the queued destination gives it away, both are re-offered in that order.
         """
         if client in self._present or len(others) != 1:
             return False
@@ -253,6 +254,36 @@ class ConstrainedPrioritySet:
         if not keys[changed] < key < old:
             return False
         return self._none_queued_between(key, old, (client, changed))
+
+    def _removal_repaired_by_reoffer(self, client: int, others: list[int]) -> bool:
+        """Whether re-offering ``client`` while queued (a removal, then an insert) leaves the
+        queue in heap order by the current keys once the one changed client in ``others``,
+        whose key fell, is re-offered next (as :meth:`_repaired_by_reoffer`).
+
+        Why: only comparisons of the changed client with a client whose key lies between its
+        new and old key can go otherwise than the log's keys say. With at most one such
+        client ``x``, every way the removal can compare the two (``x`` and it as siblings,
+        ``x`` or it as the moved last element, sifting down or up) leaves both in heap order,
+        and a client above the changed one that is not ``x`` is lighter than its new key; what
+        may remain is the changed client beneath ``x``, which its own removal undoes (all below
+        it are heavier than its old key, so heavier than ``x``). The insert must not stop
+        beneath it below ``x``'s key. Task movement: after a reset, the most caught-up client
+        takes a standby while queued and the destination gives one away; in small groups
+        their loads bracket at most one other client's.
+        """
+        if client not in self._present or len(others) != 1:
+            return False
+        changed = others[0]
+        keys = self._keys
+        new = keys[changed]
+        old = self._logged.get(changed, self._base_keys[changed])
+        if not new < old:
+            return False
+        between = self._queued_between(new, old, (client, changed), 1)
+        if between is None:
+            return False
+        key = keys[client]
+        return not (new < key < old and any(keys[x] > key for x in between))
 
     def _nothing_between(self, client: int, others: list[int]) -> bool:
         """Whether removing ``client`` compares the one changed client in ``others`` with every
@@ -271,25 +302,38 @@ class ConstrainedPrioritySet:
 
     def _none_queued_between(self, low: Any, high: Any, skip: tuple[int, int]) -> bool:
         """No queued client but those in ``skip`` has its current key strictly between."""
+        return self._queued_between(low, high, skip, 0) == []
+
+    def _queued_between(
+        self, low: Any, high: Any, skip: tuple[int, int], most: int
+    ) -> list[int] | None:
+        """The queued clients but those in ``skip`` whose current key lies strictly between,
+        if at most ``most`` (``None``: more, or not known cheaply)."""
         keys = self._keys
         present = self._present
+        found: list[int] = []
         if len(self._spread) <= _SMALL:  # a look at every queued client costs less than upkeep
-            return not any(low < keys[c] < high for c in present if c not in skip)
+            for c in present:
+                if c not in skip and low < keys[c] < high:
+                    found.append(c)
+                    if len(found) > most:
+                        return None
+            return found
         ordered = self._sorted
         if ordered is None:
-            return False
+            return None
         first = bisect.bisect_right(ordered, low)
         last = bisect.bisect_left(ordered, high)
         if last - first > _BETWEEN_LIMIT:
-            return False
+            return None
         dirty = self._dirty
         for key in ordered[first:last]:  # entries of clients in ``dirty`` may be stale
             c = key[1]
             if c not in skip and c in present and c not in dirty:
-                return False
-        return not any(  # the stale ones, by their current key
-            c not in skip and c in present and low < keys[c] < high for c in dirty
-        )
+                found.append(c)
+        # the stale ones, by their current key
+        found += [c for c in dirty if c not in skip and c in present and low < keys[c] < high]
+        return found if len(found) <= most else None
 
     def _resort(self, client: int) -> None:
         assert self._sorted is not None

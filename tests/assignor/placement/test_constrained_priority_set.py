@@ -161,7 +161,8 @@ def test_standby_movement_pattern_with_a_queued_source_equals_kafka() -> None:
     source's removal compares the others, the destination's changed key among them). Small
     groups with spread loads, large ones with crowded loads: every answer and every layout
     equals Kafka's, whether the lazy set keeps going or replays."""
-    for n, spread_loads, seed in ((9, 30, 1), (9, 3, 2), (40, 2, 3), (120, 2, 4)):
+    cases = [(n, loads, seed) for seed, (n, loads) in enumerate([(4, 2), (6, 3), (9, 3)] * 12)]
+    for n, spread_loads, seed in [(9, 30, 1), (40, 2, 3), (120, 2, 4), *cases]:
         rng = random.Random(seed)
         keys: list[Any] = [(float(100 + rng.randrange(spread_loads)), c) for c in range(n)]
         touched: list[int] = []
@@ -176,7 +177,8 @@ def test_standby_movement_pattern_with_a_queued_source_equals_kafka() -> None:
             assert kafka.poll(lambda c: False) is None
             source, destination = rng.sample(range(n), 2)
             keys[source] = (keys[source][0] + 1.0, source)
-            keys[destination] = (keys[destination][0] - rng.choice([0.0, 1.0]), destination)
+            fall = rng.choice([0.0, 1.0, 2.0])
+            keys[destination] = (keys[destination][0] - fall, destination)
             touched.extend((source, destination))
             for c in (source, destination):
                 lazy.offer(c)
@@ -188,6 +190,38 @@ def test_standby_movement_pattern_with_a_queued_source_equals_kafka() -> None:
                 lazy.offer(found)
                 kafka.offer(found)
             assert lazy.layout() == list(kafka.heap)
+
+
+def test_reoffers_after_a_reset_equal_kafka_in_many_small_queues() -> None:
+    """Many small queues right after a reset, each given one task movement's re-offers
+    (a queued or a polled source, a destination whose load fell by 0-2) and a poll: the
+    cases where a third client's load lies between the destination's old and new load, and
+    the queue may really lose heap order, are common here; layouts must equal Kafka's."""
+    rng = random.Random(11)
+    for _ in range(5000):
+        n = rng.randint(3, 9)
+        keys: list[Any] = [(float(rng.randrange(5)), c) for c in range(n)]
+        touched: list[int] = []
+        spread_hashes = [16 * c for c in range(n)]  # one bucket: refills follow pop order
+        lazy = ConstrainedPrioritySet(keys, spread_hashes, touched)
+        kafka = _Kafka(keys, spread_hashes)
+        for client in rng.sample(range(n), n):
+            lazy.offer(client)
+            kafka.offer(client)
+        lazy.poll_none_valid()
+        kafka.poll(lambda c: False)
+        source, destination = rng.sample(range(n), 2)
+        if rng.random() < 0.5:
+            assert lazy.poll({source}.__contains__, [source]) == kafka.poll({source}.__contains__)
+        keys[source] = (keys[source][0] + rng.choice([-1.0, 1.0, 2.0]), source)
+        keys[destination] = (keys[destination][0] - rng.choice([0.0, 1.0, 2.0]), destination)
+        touched.extend((source, destination))
+        for c in (source, destination):
+            lazy.offer(c)
+            kafka.offer(c)
+        lazy.poll_none_valid()
+        kafka.poll(lambda c: False)
+        assert lazy.layout() == list(kafka.heap)
 
 
 def test_a_source_landing_between_the_destinations_loads_keeps_the_queue_lazy() -> None:
