@@ -34,6 +34,11 @@ from assignor._java.hash_table import SubsetOrders, grown_table_length
 from assignor._java.priority_queue import JavaPriorityQueue
 
 _OFFER = 0
+# a removal whose changed client's old and new key bracket more sorted entries than this is
+# treated as order-breaking without looking (a look costs one step per entry)
+_BETWEEN_LIMIT = 8
+# up to this many clients a scan of the queued keys is cheaper than keeping them sorted
+_SMALL = 32
 _POLL = 1
 
 # One logged step: kind, client, and the keys (client, key) the replay must see from then on.
@@ -54,6 +59,7 @@ class ConstrainedPrioritySet:
         "_base_array",
         "_base_keys",
         "_base_order",
+        "_base_sorted",
         "_dirty",
         "_heap",
         "_keys",
@@ -61,6 +67,7 @@ class ConstrainedPrioritySet:
         "_logged",
         "_ordered",
         "_orders",
+        "_pending",
         "_present",
         "_seen",
         "_sorted",
@@ -93,9 +100,14 @@ class ConstrainedPrioritySet:
         self._base_array: list[int] | None = None
         self._base_order: list[int] | None = None
         self._base_keys: list[Any] = []
+        # ``_sorted`` as it was at the reset, when the refill order depends on the pop order:
+        # a replay then reads the clients in key order from it instead of sorting them again
+        self._base_sorted: list[Any] | None = None
         # the key the replay compares a client by, so far, where it is not ``_base_keys``'s
         self._logged: dict[int, Any] = {}
         self._ordered = False  # the real queue is in heap order by the keys the log holds
+        # a client whose re-offer, as the very next step, puts the queue back in heap order
+        self._pending: int | None = None
 
     # --- Kafka's operations --------------------------------------------------------------------
 
@@ -108,11 +120,21 @@ class ConstrainedPrioritySet:
         if self._log is not None:
             overrides: tuple[tuple[int, Any], ...] = ((client, keys[client]),)
             dirty = self._dirty
+            pending = self._pending
+            self._pending = None
+            others: list[int] = []
             if dirty and (len(dirty) > 1 or client not in dirty):
                 others = [c for c in self._changed() if c != client]
                 if others and not self._same_outcomes(client, others):
+                    if self._ordered and (
+                        self._repaired_by_reoffer(client, others)
+                        or self._removal_repaired_by_reoffer(client, others)
+                    ):
+                        self._pending = others[0]
                     self._ordered = False
                     overrides = tuple((c, keys[c]) for c in others) + overrides
+            if pending == client and not others:
+                self._ordered = True  # see _repaired_by_reoffer
             logged = self._logged
             for c, key in overrides:
                 logged[c] = key
@@ -203,13 +225,115 @@ class ConstrainedPrioritySet:
         their old keys in the log. Task movement: the source takes a task while the
         destination, still queued, gives it away; they compare alike unless their loads meet.
         """
-        if client in self._present:
+        if client in self._present and not self._nothing_between(client, others):
             return False  # a removal first: it compares other clients with each other
         keys = self._keys
         key = keys[client]
         logged = self._logged
         base = self._base_keys
         return all((key < keys[c]) == (key < logged.get(c, base[c])) for c in others)
+
+    def _repaired_by_reoffer(self, client: int, others: list[int]) -> bool:
+        """Whether inserting ``client`` (not queued) leaves the queue in heap order by the
+        current keys once the one changed client in ``others``, whose key fell, is re-offered
+        next (then ``offer`` restores ``_ordered``; any other step first replays).
+
+        Why: the insert compares the new key only with its ancestors; where it meets the
+        changed client (new key below, old key above the inserted one) it stops beneath it
+        instead of rising past it. The changed client's removal then needs every client above
+        its slot lighter than everything below: it holds when no other queued key lies between
+        the inserted key and the changed client's old key. Task movement: the polled source
+        takes a task, the queued destination gives it away, both are re-offered in that order.
+        """
+        if client in self._present or len(others) != 1:
+            return False
+        changed = others[0]
+        keys = self._keys
+        old = self._logged.get(changed, self._base_keys[changed])
+        key = keys[client]
+        if not keys[changed] < key < old:
+            return False
+        return self._none_queued_between(key, old, (client, changed))
+
+    def _removal_repaired_by_reoffer(self, client: int, others: list[int]) -> bool:
+        """Whether re-offering ``client`` while queued (a removal, then an insert) leaves the
+        queue in heap order by the current keys once the one changed client in ``others``,
+        whose key fell, is re-offered next (as :meth:`_repaired_by_reoffer`).
+
+        Why: only comparisons of the changed client with a client whose key lies between its
+        new and old key can go otherwise than the log's keys say. With at most one such
+        client ``x``, every way the removal can compare the two (``x`` and it as siblings,
+        ``x`` or it as the moved last element, sifting down or up) leaves both in heap order,
+        and a client above the changed one that is not ``x`` is lighter than its new key; what
+        may remain is the changed client beneath ``x``, which its own removal undoes (all below
+        it are heavier than its old key, so heavier than ``x``). The insert must not stop
+        beneath it below ``x``'s key. Task movement: after a reset, the most caught-up client
+        takes a standby while queued and the destination gives one away; in small groups
+        their loads bracket at most one other client's.
+        """
+        if client not in self._present or len(others) != 1:
+            return False
+        changed = others[0]
+        keys = self._keys
+        new = keys[changed]
+        old = self._logged.get(changed, self._base_keys[changed])
+        if not new < old:
+            return False
+        between = self._queued_between(new, old, (client, changed), 1)
+        if between is None:
+            return False
+        key = keys[client]
+        return not (new < key < old and any(keys[x] > key for x in between))
+
+    def _nothing_between(self, client: int, others: list[int]) -> bool:
+        """Whether removing ``client`` compares the one changed client in ``others`` with every
+        other queued client exactly as its old key would: no queued client's key lies between
+        its old and new key. (A removal compares the remaining clients with each other, never
+        ``client``.) Task movement, after a reset: the most caught-up client takes a standby
+        while still queued and the destination gives one away; in small groups their loads
+        rarely bracket a third client's.
+        """
+        if len(others) != 1:
+            return False
+        changed = others[0]
+        keys = self._keys
+        low, high = sorted((keys[changed], self._logged.get(changed, self._base_keys[changed])))
+        return self._none_queued_between(low, high, (client, changed))
+
+    def _none_queued_between(self, low: Any, high: Any, skip: tuple[int, int]) -> bool:
+        """No queued client but those in ``skip`` has its current key strictly between."""
+        return self._queued_between(low, high, skip, 0) == []
+
+    def _queued_between(
+        self, low: Any, high: Any, skip: tuple[int, int], most: int
+    ) -> list[int] | None:
+        """The queued clients but those in ``skip`` whose current key lies strictly between,
+        if at most ``most`` (``None``: more, or not known cheaply)."""
+        keys = self._keys
+        present = self._present
+        found: list[int] = []
+        if len(self._spread) <= _SMALL:  # a look at every queued client costs less than upkeep
+            for c in present:
+                if c not in skip and low < keys[c] < high:
+                    found.append(c)
+                    if len(found) > most:
+                        return None
+            return found
+        ordered = self._sorted
+        if ordered is None:
+            return None
+        first = bisect.bisect_right(ordered, low)
+        last = bisect.bisect_left(ordered, high)
+        if last - first > _BETWEEN_LIMIT:
+            return None
+        dirty = self._dirty
+        for key in ordered[first:last]:  # entries of clients in ``dirty`` may be stale
+            c = key[1]
+            if c not in skip and c in present and c not in dirty:
+                found.append(c)
+        # the stale ones, by their current key
+        found += [c for c in dirty if c not in skip and c in present and low < keys[c] < high]
+        return found if len(found) <= most else None
 
     def _resort(self, client: int) -> None:
         assert self._sorted is not None
@@ -250,17 +374,30 @@ class ConstrainedPrioritySet:
         return best
 
     def _start(self, order: list[int] | None, array: list[int] | None) -> None:
-        """A new lazy stretch from a reset: every client in the queue, in heap order."""
-        if self._sorted is not None:
+        """A new lazy stretch from a reset: every client in the queue, in heap order.
+
+        When the refill's order depends on the pop order (``order`` and ``array`` both
+        ``None``), the clients' key order is kept from ``_sorted`` (built here if need be, then
+        kept current by every offer): a copy costs a memory copy, a sort at replay time costs
+        ``n log n`` comparisons of tuples, and in large groups nearly every such stretch is
+        replayed once.
+        """
+        wants_sorted = order is None and array is None and len(self._spread) > _SMALL
+        if wants_sorted and self._sorted is None:
+            self._sorted = sorted(self._keys)
+            self._sorted_key = list(self._keys)
+        elif self._sorted is not None:
             for client in list(self._dirty):
                 self._resort(client)
         self._dirty.clear()
+        self._base_sorted = list(self._sorted) if wants_sorted and self._sorted else None
         self._log = []
         self._base_order = order
         self._base_array = array
         self._base_keys = list(self._keys)
         self._logged = {}
         self._ordered = True
+        self._pending = None
 
     def _reset_ordered(self) -> None:
         """Kafka's reset from a queue in heap order (or with a pop-order-free refill)."""
@@ -276,6 +413,7 @@ class ConstrainedPrioritySet:
             self._heap, self._present = self._replay()
             self._log = None
             self._ordered = False
+            self._pending = None
 
     def _replay(self) -> tuple[JavaPriorityQueue, set[int]]:
         assert self._log is not None
@@ -307,6 +445,8 @@ class ConstrainedPrioritySet:
     def _sorted_hash_order(self, keys: list[Any]) -> list[int]:
         """A reset's refill order when it depends on the pop order (clients sharing a bucket):
         the pops of an ordered queue come out sorted."""
+        if self._base_sorted is not None:
+            return self._orders.order([key[1] for key in self._base_sorted])
         return self._orders.order(sorted(range(len(self._spread)), key=keys.__getitem__))
 
     def _hash_order(self) -> list[int] | None:

@@ -155,6 +155,101 @@ def test_movement_pattern_stays_lazy_and_exact() -> None:
     assert lazy.layout() == list(kafka.heap)
 
 
+def test_standby_movement_pattern_with_a_queued_source_equals_kafka() -> None:
+    """Standby movement after a reset: the most caught-up client takes a standby while still
+    queued (it was never polled), the destination gives one away, both are re-offered (the
+    source's removal compares the others, the destination's changed key among them). Small
+    groups with spread loads, large ones with crowded loads: every answer and every layout
+    equals Kafka's, whether the lazy set keeps going or replays."""
+    cases = [(n, loads, seed) for seed, (n, loads) in enumerate([(4, 2), (6, 3), (9, 3)] * 12)]
+    for n, spread_loads, seed in [(9, 30, 1), (40, 2, 3), (120, 2, 4), *cases]:
+        rng = random.Random(seed)
+        keys: list[Any] = [(float(100 + rng.randrange(spread_loads)), c) for c in range(n)]
+        touched: list[int] = []
+        spread_hashes = _hashes(n, "crowded" if seed % 2 else "random", rng)
+        lazy = ConstrainedPrioritySet(keys, spread_hashes, touched)
+        kafka = _Kafka(keys, spread_hashes)
+        for client in range(n):
+            lazy.offer(client)
+            kafka.offer(client)
+        for _ in range(200):
+            lazy.poll_none_valid()
+            assert kafka.poll(lambda c: False) is None
+            source, destination = rng.sample(range(n), 2)
+            keys[source] = (keys[source][0] + 1.0, source)
+            fall = rng.choice([0.0, 1.0, 2.0])
+            keys[destination] = (keys[destination][0] - fall, destination)
+            touched.extend((source, destination))
+            for c in (source, destination):
+                lazy.offer(c)
+                kafka.offer(c)
+            caught = rng.sample(range(n), 2)
+            found = lazy.poll(set(caught).__contains__, caught)
+            assert found == kafka.poll(set(caught).__contains__)
+            if found is not None:
+                lazy.offer(found)
+                kafka.offer(found)
+            assert lazy.layout() == list(kafka.heap)
+
+
+def test_reoffers_after_a_reset_equal_kafka_in_many_small_queues() -> None:
+    """Many small queues right after a reset, each given one task movement's re-offers
+    (a queued or a polled source, a destination whose load fell by 0-2) and a poll: the
+    cases where a third client's load lies between the destination's old and new load, and
+    the queue may really lose heap order, are common here; layouts must equal Kafka's."""
+    rng = random.Random(11)
+    for _ in range(5000):
+        n = rng.randint(3, 9)
+        keys: list[Any] = [(float(rng.randrange(5)), c) for c in range(n)]
+        touched: list[int] = []
+        spread_hashes = [16 * c for c in range(n)]  # one bucket: refills follow pop order
+        lazy = ConstrainedPrioritySet(keys, spread_hashes, touched)
+        kafka = _Kafka(keys, spread_hashes)
+        for client in rng.sample(range(n), n):
+            lazy.offer(client)
+            kafka.offer(client)
+        lazy.poll_none_valid()
+        kafka.poll(lambda c: False)
+        source, destination = rng.sample(range(n), 2)
+        if rng.random() < 0.5:
+            assert lazy.poll({source}.__contains__, [source]) == kafka.poll({source}.__contains__)
+        keys[source] = (keys[source][0] + rng.choice([-1.0, 1.0, 2.0]), source)
+        keys[destination] = (keys[destination][0] - rng.choice([0.0, 1.0, 2.0]), destination)
+        touched.extend((source, destination))
+        for c in (source, destination):
+            lazy.offer(c)
+            kafka.offer(c)
+        lazy.poll_none_valid()
+        kafka.poll(lambda c: False)
+        assert lazy.layout() == list(kafka.heap)
+
+
+def test_a_source_landing_between_the_destinations_loads_keeps_the_queue_lazy() -> None:
+    """Active movement: the polled source's new key falls between the queued destination's
+    new and old keys, and no other client's key lies between: re-offering the source, then
+    the destination, leaves the queue in heap order, so the set keeps answering from keys
+    (no replay) and still answers as Kafka does."""
+    keys: list[Any] = [(float(load), c) for c, load in enumerate((0, 10, 11, 20, 30))]
+    touched: list[int] = []
+    spread_hashes = [0, 16, 32, 48, 64]  # one bucket while the set is small: pop order counts
+    lazy = ConstrainedPrioritySet(keys, spread_hashes, touched)
+    kafka = _Kafka(keys, spread_hashes)
+    for client in range(5):
+        lazy.offer(client)
+        kafka.offer(client)
+    lazy.poll_none_valid()
+    assert kafka.poll(lambda c: False) is None
+    assert lazy.poll({1}.__contains__, [1]) == kafka.poll({1}.__contains__) == 1
+    keys[1], keys[2] = (11.0, 1), (10.0, 2)  # source 10 -> 11, destination (11, 2) -> (10, 2)
+    touched.extend((1, 2))
+    for c in (1, 2):
+        lazy.offer(c)
+        kafka.offer(c)
+    assert lazy._log is not None and lazy._ordered
+    assert lazy.poll({1, 2, 3}.__contains__, [1, 2, 3]) == kafka.poll({1, 2, 3}.__contains__)
+    assert lazy.layout() == list(kafka.heap)
+
+
 def test_polls_after_loads_changed_under_the_queue_follow_the_array() -> None:
     """Without a reset in between, a client that gave a task away (its load fell while queued)
     and one re-offered before it can leave the array out of heap order; Kafka's next poll then
