@@ -10,9 +10,10 @@ from assignor.placement.client_state import ClientState
 from assignor.placement.threads import ThreadAssignment
 from assignor.topology.tasks import TaskLayout
 from protocol._limits import KAFKA_GROUP_RECORD_BYTES, MAX_HOST_MAP_PARTITIONS, MAX_HOSTS
+from protocol.answers import AnswerWriter
 from protocol.codec import Codec
 from protocol.errors import AssignorError
-from protocol.ids import HostInfo, ProcessId, TopicPartition
+from protocol.ids import HostInfo, ProcessId, TaskId, TopicPartition, trusted_model
 from protocol.messages import HOST_SCOPE_VERSION, NO_FOLLOWUP_REBALANCE, AssignmentInfo
 
 PartitionsByHost = dict[HostInfo, frozenset[TopicPartition]]
@@ -64,36 +65,47 @@ def encode_members(
     own_only = used_version >= HOST_SCOPE_VERSION and _over_budget(
         hosts, codec, used_version, commonly_supported, len(decoded.process_of)
     )
+    writer = AnswerWriter(codec, used_version)
+    # One maps object per endpoint: the writer packs the shared parts once per object.
+    own_maps: dict[HostInfo | None, HostMaps] = {}
+    tasks = layout.tasks
     results: dict[str, MemberResult] = {}
     for member_id, process_id in decoded.process_of.items():
         thread = threads[process_id]
-        pairs = sorted(
-            (tp, task) for task in thread.active.get(member_id, ()) for tp in layout.tasks[task]
-        )
-        standby = {
-            task: tuple(sorted(layout.tasks[task])) for task in thread.standby.get(member_id, ())
-        }
+        mine = thread.active.get(member_id, ())
+        partitions = tasks[mine[0]] if len(mine) == 1 else ()
+        if len(partitions) == 1:  # one task of one partition, the common case: nothing to sort
+            active_tasks: tuple[TaskId, ...] = (mine[0],)
+        else:
+            pairs = sorted((tp, task) for task in mine for tp in tasks[task])
+            partitions = tuple(tp for tp, _ in pairs)
+            active_tasks = tuple(task for _, task in pairs)
+        standby = {task: tuple(sorted(tasks[task])) for task in thread.standby.get(member_id, ())}
         member_hosts = hosts
         if own_only:
             subscription = decoded.subscriptions.get(member_id)
-            member_hosts = _own_entry(hosts, subscription.user_endpoint if subscription else None)
-        info = AssignmentInfo.model_construct(
-            version=used_version,
-            commonly_supported_version=commonly_supported,
-            active_tasks=tuple(task for _, task in pairs),
-            standby_tasks=standby,
-            partitions_by_host=member_hosts[0],
-            standby_partitions_by_host=member_hosts[1],
-            error_code=AssignorError.NONE,
-            next_rebalance_ms=(
-                followup_at_ms if member_id == followup_consumer else NO_FOLLOWUP_REBALANCE
-            ),
-            host_maps_complete=not own_only,
+            endpoint = subscription.user_endpoint if subscription else None
+            member_hosts = own_maps.get(endpoint) or own_maps.setdefault(
+                endpoint, _own_entry(hosts, endpoint)
+            )
+        # Every field given and each already checked: the model without pydantic's work.
+        info = trusted_model(
+            AssignmentInfo,
+            {
+                "version": used_version,
+                "commonly_supported_version": commonly_supported,
+                "active_tasks": active_tasks,
+                "standby_tasks": standby,
+                "partitions_by_host": member_hosts[0],
+                "standby_partitions_by_host": member_hosts[1],
+                "error_code": AssignorError.NONE,
+                "next_rebalance_ms": (
+                    followup_at_ms if member_id == followup_consumer else NO_FOLLOWUP_REBALANCE
+                ),
+                "host_maps_complete": not own_only,
+            },
         )
-        partitions = tuple(tp for tp, _ in pairs)
-        results[member_id] = MemberResult(
-            partitions, info, codec.encode_assignment(info, version=used_version)
-        )
+        results[member_id] = MemberResult(partitions, info, writer.encode(info))
     return results
 
 
