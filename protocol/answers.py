@@ -82,6 +82,11 @@ class AnswerWriter:
         self._kept: list[AssignmentInfo] = []  # keeps the ids in ``_shared`` valid
         self._packer = msgpack.Packer(use_bin_type=True)
 
+    @property
+    def version(self) -> int:
+        """The version every answer is written at."""
+        return self._version
+
     def encode(self, info: AssignmentInfo) -> bytes:
         """``Codec.encode_assignment(info, version)``'s bytes (and errors)."""
         if self._fast:

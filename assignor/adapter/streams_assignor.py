@@ -180,15 +180,21 @@ class StreamsPartitionAssignor:
             metrics.add(assign_errors=1)
             return _error_assignments(members, f"{type(exc).__name__}: {exc}")
         answers: dict[str, ConsumerProtocolMemberAssignment] = {}
+        # Members handed the same result object (those without tasks) share one answer struct:
+        # aiokafka only encodes it.
+        made: dict[int, ConsumerProtocolMemberAssignment] = {}
         for member_id in members:
             member = result.members.get(member_id)
             if member is None:
                 log.error("the pipeline gave member %s no answer; sending an error", member_id)
                 answers.update(_error_assignments({member_id: members[member_id]}, "no answer"))
                 continue
-            answers[member_id] = ConsumerProtocolMemberAssignment(
-                _CONSUMER_PROTOCOL_VERSION, _by_topic(member.partitions), member.user_data
-            )
+            answer = made.get(id(member))
+            if answer is None:
+                answer = made[id(member)] = ConsumerProtocolMemberAssignment(
+                    _CONSUMER_PROTOCOL_VERSION, _by_topic(member.partitions), member.user_data
+                )
+            answers[member_id] = answer
         elapsed = (time.perf_counter() - began) * 1000
         self.last_leader = LeaderRecord(group, result, elapsed)
         self._pending_memory = result.memory

@@ -68,19 +68,12 @@ def encode_members(
     writer = AnswerWriter(codec, used_version)
     # One maps object per endpoint: the writer packs the shared parts once per object.
     own_maps: dict[HostInfo | None, HostMaps] = {}
+    # A member without tasks gets the same answer as every other such member with the same
+    # maps (most of 10,000 consumers over 1,000 tasks): built once per maps object, shared.
+    idle: dict[int, MemberResult] = {}
     tasks = layout.tasks
     results: dict[str, MemberResult] = {}
     for member_id, process_id in decoded.process_of.items():
-        thread = threads[process_id]
-        mine = thread.active.get(member_id, ())
-        partitions = tasks[mine[0]] if len(mine) == 1 else ()
-        if len(partitions) == 1:  # one task of one partition, the common case: nothing to sort
-            active_tasks: tuple[TaskId, ...] = (mine[0],)
-        else:
-            pairs = sorted((tp, task) for task in mine for tp in tasks[task])
-            partitions = tuple(tp for tp, _ in pairs)
-            active_tasks = tuple(task for _, task in pairs)
-        standby = {task: tuple(sorted(tasks[task])) for task in thread.standby.get(member_id, ())}
         member_hosts = hosts
         if own_only:
             subscription = decoded.subscriptions.get(member_id)
@@ -88,25 +81,74 @@ def encode_members(
             member_hosts = own_maps.get(endpoint) or own_maps.setdefault(
                 endpoint, _own_entry(hosts, endpoint)
             )
-        # Every field given and each already checked: the model without pydantic's work.
-        info = trusted_model(
-            AssignmentInfo,
-            {
-                "version": used_version,
-                "commonly_supported_version": commonly_supported,
-                "active_tasks": active_tasks,
-                "standby_tasks": standby,
-                "partitions_by_host": member_hosts[0],
-                "standby_partitions_by_host": member_hosts[1],
-                "error_code": AssignorError.NONE,
-                "next_rebalance_ms": (
-                    followup_at_ms if member_id == followup_consumer else NO_FOLLOWUP_REBALANCE
-                ),
-                "host_maps_complete": not own_only,
-            },
+        thread = threads[process_id]
+        mine = thread.active.get(member_id, ())
+        standby_ids = thread.standby.get(member_id, ())
+        followup = member_id == followup_consumer
+        if not mine and not standby_ids and not followup:
+            answer = idle.get(id(member_hosts))
+            if answer is None:
+                answer = idle[id(member_hosts)] = _answer(
+                    (),
+                    {},
+                    member_hosts,
+                    writer,
+                    commonly_supported,
+                    NO_FOLLOWUP_REBALANCE,
+                    own_only,
+                )
+            results[member_id] = answer
+            continue
+        partitions = tasks[mine[0]] if len(mine) == 1 else ()
+        if len(partitions) == 1:  # one task of one partition, the common case: nothing to sort
+            active_tasks: tuple[TaskId, ...] = (mine[0],)
+        else:
+            pairs = sorted((tp, task) for task in mine for tp in tasks[task])
+            partitions = tuple(tp for tp, _ in pairs)
+            active_tasks = tuple(task for _, task in pairs)
+        standby = {task: tuple(sorted(tasks[task])) for task in standby_ids}
+        next_ms = followup_at_ms if followup else NO_FOLLOWUP_REBALANCE
+        answer = _answer(
+            partitions,
+            standby,
+            member_hosts,
+            writer,
+            commonly_supported,
+            next_ms,
+            own_only,
+            active_tasks,
         )
-        results[member_id] = MemberResult(partitions, info, writer.encode(info))
+        results[member_id] = answer
     return results
+
+
+def _answer(
+    partitions: tuple[TopicPartition, ...],
+    standby: dict[TaskId, tuple[TopicPartition, ...]],
+    member_hosts: HostMaps,
+    writer: AnswerWriter,
+    commonly_supported: int,
+    next_rebalance_ms: int,
+    own_only: bool,
+    active_tasks: tuple[TaskId, ...] = (),
+) -> MemberResult:
+    """One member's answer, its model built without pydantic's work: every field is given
+    and each is already checked."""
+    info = trusted_model(
+        AssignmentInfo,
+        {
+            "version": writer.version,
+            "commonly_supported_version": commonly_supported,
+            "active_tasks": active_tasks,
+            "standby_tasks": standby,
+            "partitions_by_host": member_hosts[0],
+            "standby_partitions_by_host": member_hosts[1],
+            "error_code": AssignorError.NONE,
+            "next_rebalance_ms": next_rebalance_ms,
+            "host_maps_complete": not own_only,
+        },
+    )
+    return MemberResult(partitions, info, writer.encode(info))
 
 
 def _over_budget(
