@@ -157,9 +157,7 @@ class StreamsPartitionAssignor:
         )
         self.last_subscription = info
         user_data = process.codec.encode_subscription(info, version=self.used_version)
-        return ConsumerProtocolMemberMetadata(
-            _CONSUMER_PROTOCOL_VERSION, sorted(topics), user_data
-        )
+        return ConsumerProtocolMemberMetadata(_CONSUMER_PROTOCOL_VERSION, sorted(topics), user_data)
 
     def assign(
         self, cluster: Any, members: Mapping[str, ConsumerProtocolMemberMetadata]
@@ -265,10 +263,18 @@ class StreamsPartitionAssignor:
             partitions = cluster.partitions_for_topic(topic)
             if partitions:
                 counts[topic] = len(partitions)
-        subscriptions = {
-            member_id: MemberSubscription(tuple(meta.subscription), bytes(meta.user_data or b""))
-            for member_id, meta in members.items()
-        }
+        subscriptions: dict[str, MemberSubscription] = {}
+        # Consumers of one process often send the same topics and bytes: one frozen record each.
+        made: dict[bytes, tuple[list[str], MemberSubscription]] = {}
+        for member_id, meta in members.items():
+            data = bytes(meta.user_data or b"")
+            known = made.get(data)
+            if known is None or known[0] != meta.subscription:
+                known = made[data] = (
+                    meta.subscription,
+                    MemberSubscription(tuple(meta.subscription), data),
+                )
+            subscriptions[member_id] = known[1]
         return GroupInput(
             members=subscriptions,
             partition_counts=counts,
@@ -309,8 +315,10 @@ class StreamsPartitionAssignor:
             "leader_end_offsets": (
                 None
                 if leader is None or leader.group.changelog_end_offsets is None
-                else [[tp.topic, tp.partition, o]
-                      for tp, o in sorted(leader.group.changelog_end_offsets.items())]
+                else [
+                    [tp.topic, tp.partition, o]
+                    for tp, o in sorted(leader.group.changelog_end_offsets.items())
+                ]
             ),
             "leader_assignor": leader.result.assignor if leader else None,
         }

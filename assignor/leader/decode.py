@@ -47,14 +47,20 @@ def decode_group(members: Mapping[str, MemberSubscription], codec: Codec) -> Dec
                 decoded = codec.decode_subscription(data)
             except ProtocolError as exc:
                 decoded = exc
+            else:
+                used = min(used, decoded.version)
+                supported = min(supported, decoded.latest_supported_version)
             read[data] = decoded
+        if isinstance(decoded, SubscriptionInfo):  # the common case first: a plain member
+            subscriptions[member_id] = decoded
+            process_of[member_id] = decoded.process_id
+            if decoded.error_code is AssignorError.SHUTDOWN_REQUESTED:
+                shutdown.append(member_id)
+            continue
         if isinstance(decoded, ProtocolError):
             rejected[member_id] = str(decoded)
             log.error("member %s sent a subscription that cannot be read: %s", member_id, decoded)
-            continue
-        used = min(used, decoded.version)
-        supported = min(supported, decoded.latest_supported_version)
-        if not isinstance(decoded, SubscriptionInfo):
+        else:  # a version newer than ours: only its header was read
             future = max(future or 0, decoded.version)
             log.info(
                 "member %s sent a future subscription (version %d, newer than this leader's "
@@ -71,11 +77,6 @@ def decode_group(members: Mapping[str, MemberSubscription], codec: Codec) -> Dec
             process_of[member_id] = FUTURE_PROCESS_ID
             if decoded.error_code == AssignorError.SHUTDOWN_REQUESTED:
                 shutdown.append(member_id)  # versions from 4 carry the code in the header
-            continue
-        subscriptions[member_id] = decoded
-        process_of[member_id] = decoded.process_id
-        if decoded.error_code is AssignorError.SHUTDOWN_REQUESTED:
-            shutdown.append(member_id)
     return DecodedGroup(
         subscriptions=subscriptions,
         rejected=rejected,

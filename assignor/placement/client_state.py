@@ -229,4 +229,3 @@ def build_client_state(
         host_info=host_info,
         rack=rack,
     )
-

@@ -395,6 +395,4 @@ class TopologyBuilder:
         node.stores.append(store)
 
 
-
-
 __all__ = ["TopologyBuilder"]
