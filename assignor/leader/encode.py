@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from itertools import chain
 
 from assignor.leader.model import DecodedGroup, MemberResult
 from assignor.placement.client_state import ClientState
@@ -33,14 +34,14 @@ def host_maps(clients: Mapping[ProcessId, ClientState], layout: TaskLayout) -> H
     """Source partitions of each endpoint's active and standby tasks (clients with an endpoint)."""
     active: dict[HostInfo, frozenset[TopicPartition]] = {}
     standby: dict[HostInfo, frozenset[TopicPartition]] = {}
+    partitions_of = layout.tasks.__getitem__
     for client in clients.values():
         if client.host_info is None:
             continue
-        active[client.host_info] = frozenset(
-            tp for task in client.active for tp in layout.tasks[task]
-        )
+        # chained in C: no Python frame per task or partition
+        active[client.host_info] = frozenset(chain.from_iterable(map(partitions_of, client.active)))
         standby[client.host_info] = frozenset(
-            tp for task in client.standby for tp in layout.tasks[task]
+            chain.from_iterable(map(partitions_of, client.standby))
         )
     return active, standby
 
@@ -103,9 +104,13 @@ def encode_members(
         if len(partitions) == 1:  # one task of one partition, the common case: nothing to sort
             active_tasks: tuple[TaskId, ...] = (mine[0],)
         else:
-            pairs = sorted((tp, task) for task in mine for tp in tasks[task])
-            partitions = tuple(tp for tp, _ in pairs)
-            active_tasks = tuple(task for _, task in pairs)
+            # Sorted by (topic, partition) as plain values, compared in C: the same order as
+            # sorting the partitions themselves, without a Python-level comparison each.
+            rows = sorted(
+                [(tp.topic, tp.partition, tp, task) for task in mine for tp in tasks[task]]
+            )
+            partitions = tuple([row[2] for row in rows])
+            active_tasks = tuple([row[3] for row in rows])
         standby = {task: tuple(sorted(tasks[task])) for task in standby_ids}
         next_ms = followup_at_ms if followup else NO_FOLLOWUP_REBALANCE
         answer = _answer(
