@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from assignor.config import AssignorConfig
 from assignor.placement.client_state import ClientState
 from assignor.placement.lags import is_caught_up
-from protocol.ids import ProcessId, TaskId
+from protocol.ids import ProcessId, TaskId, task_order
 from protocol.messages import LATEST_OFFSET, UNKNOWN_OFFSET_SUM
 
 if TYPE_CHECKING:  # the pipeline imports this module to log its decisions
@@ -129,7 +129,7 @@ def summarize(result: LeaderResult, config: AssignorConfig) -> RebalanceSummary 
         assignor=result.assignor,
         tasks=len(layout.tasks),
         clients=len(assignment.clients),
-        moved=tuple(sorted(moved)),
+        moved=tuple(sorted(moved, key=task_order)),  # one key per task, compared in C
         placed=placed,
         warmups=sum(len(w) for w in assignment.warmups.values()),
         probing=assignment.probing_rebalance_needed,
