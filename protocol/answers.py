@@ -28,7 +28,6 @@ from protocol._limits import (
 )
 from protocol._read import KIND_ASSIGNMENT
 from protocol.codec import Codec
-from protocol.ids import TaskId, TopicPartition, task_order
 from protocol.messages import (
     HEADER_ERROR_CODE_VERSION,
     HOST_SCOPE_VERSION,
@@ -51,10 +50,6 @@ class _Shared:
 
 class _Fallback(Exception):
     """This answer is not the common case: the codec writes it (or refuses it)."""
-
-
-def _by_task(item: tuple[TaskId, tuple[TopicPartition, ...]]) -> tuple[bool, bytes, int, int]:
-    return task_order(item[0])
 
 
 class AnswerWriter:
@@ -125,17 +120,16 @@ class AnswerWriter:
                 raise _Fallback
             index = shared.topic_index
             listed = 0
-            for task, partitions in sorted(standby.items(), key=_by_task):
+            rows = []
+            for task, partitions in standby.items():
                 if task.topology is not None:
                     raise _Fallback
-                entry = (
-                    [0, task.subtopology, task.partition]
-                    if named
-                    else [
-                        task.subtopology,
-                        task.partition,
-                    ]
-                )
+                rows.append((task.subtopology, task.partition, partitions))
+            # Unnamed tasks in task order: by (subtopology, partition), compared in C; the
+            # pairs are unique, so the partitions are never compared.
+            rows.sort()
+            for subtopology, partition, partitions in rows:
+                entry = [0, subtopology, partition] if named else [subtopology, partition]
                 for tp in partitions:
                     at = index.get(tp.topic)
                     if at is None:  # a topic only this member's standbys name

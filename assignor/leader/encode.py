@@ -111,7 +111,7 @@ def encode_members(
             )
             partitions = tuple([row[2] for row in rows])
             active_tasks = tuple([row[3] for row in rows])
-        standby = {task: tuple(sorted(tasks[task])) for task in standby_ids}
+        standby = {task: _sorted(tasks[task]) for task in standby_ids}
         next_ms = followup_at_ms if followup else NO_FOLLOWUP_REBALANCE
         answer = _answer(
             partitions,
@@ -125,6 +125,11 @@ def encode_members(
         )
         results[member_id] = answer
     return results
+
+
+def _sorted(partitions: tuple[TopicPartition, ...]) -> tuple[TopicPartition, ...]:
+    """A task's partitions in order (a task of one partition, the common case, as it is)."""
+    return partitions if len(partitions) < 2 else tuple(sorted(partitions))
 
 
 def _answer(
