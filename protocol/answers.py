@@ -32,6 +32,7 @@ from protocol.messages import (
     HEADER_ERROR_CODE_VERSION,
     HOST_SCOPE_VERSION,
     NAMED_TOPOLOGY_VERSION,
+    NO_FOLLOWUP_REBALANCE,
     AssignmentInfo,
 )
 
@@ -46,6 +47,9 @@ class _Shared:
     #: the packed topic dictionary (and, from version 3, the empty topology list); None when
     #: the maps name more topics than a reader accepts (the codec then says so)
     topics_packed: bytes | None
+    #: per (commonly supported version, error code): the packed fields before a member's tasks,
+    #: and those after them up to the next rebalance time
+    around: dict[tuple[int, int], tuple[bytes, bytes]]
 
 
 class _Fallback(Exception):
@@ -60,7 +64,16 @@ class AnswerWriter:
     the writer is in use (one rebalance).
     """
 
-    __slots__ = ("_codec", "_fast", "_kept", "_named", "_packer", "_shared", "_version")
+    __slots__ = (
+        "_codec",
+        "_fast",
+        "_kept",
+        "_named",
+        "_no_followup",
+        "_packer",
+        "_shared",
+        "_version",
+    )
 
     def __init__(self, codec: Codec, version: int) -> None:
         self._codec = codec
@@ -76,6 +89,7 @@ class AnswerWriter:
         self._shared: dict[tuple[int, int, bool], _Shared] = {}
         self._kept: list[AssignmentInfo] = []  # keeps the ids in ``_shared`` valid
         self._packer = msgpack.Packer(use_bin_type=True)
+        self._no_followup = self._packer.pack(NO_FOLLOWUP_REBALANCE)
 
     @property
     def version(self) -> int:
@@ -140,29 +154,53 @@ class AnswerWriter:
                 entries.append(entry)
             if listed > MAX_STANDBY_PARTITIONS:
                 raise _Fallback
-        pack = self._packer.pack
+        common = info.commonly_supported_version
         code = int(info.error_code)
-        parts = [
+        around = shared.around.get((common, code))
+        if around is None:
+            around = shared.around[(common, code)] = self._around(shared, common, code, complete)
+        pack = self._packer.pack
+        next_ms = info.next_rebalance_ms
+        packed = b"".join(
+            [
+                around[0],
+                pack(flat),
+                pack(entries),
+                around[1],
+                b""
+                if version < 2
+                else self._no_followup
+                if next_ms == NO_FOLLOWUP_REBALANCE
+                else pack(next_ms),
+            ]
+        )
+        if len(packed) > MAX_ASSIGNMENT_BYTES:
+            raise _Fallback
+        return packed
+
+    def _around(
+        self, shared: _Shared, common: int, code: int, complete: bool
+    ) -> tuple[bytes, bytes]:
+        """The packed fields before a member's tasks and those between its tasks and its next
+        rebalance time, in the field order of ``protocol._assignment_format``."""
+        version = self._version
+        pack = self._packer.pack
+        assert shared.topics_packed is not None  # checked by the caller
+        before = [
             self._packer.pack_array_header(FIELDS[version]),
             pack(version),
-            pack(info.commonly_supported_version),
+            pack(common),
             pack(KIND_ASSIGNMENT),
         ]
         header_code = version >= HEADER_ERROR_CODE_VERSION
         if header_code:
-            parts.append(pack(code))
-        parts += [shared.topics_packed, pack(flat), pack(entries)]
-        if version >= HOST_SCOPE_VERSION:
-            parts.append(pack(int(complete)))
-        parts.append(shared.section.packed)
+            before.append(pack(code))
+        before.append(shared.topics_packed)
+        after = [pack(int(complete))] if version >= HOST_SCOPE_VERSION else []
+        after.append(shared.section.packed)
         if not header_code:
-            parts.append(pack(code))
-        if version >= 2:
-            parts.append(pack(info.next_rebalance_ms))
-        packed = b"".join(parts)
-        if len(packed) > MAX_ASSIGNMENT_BYTES:
-            raise _Fallback
-        return packed
+            after.append(pack(code))
+        return b"".join(before), b"".join(after)
 
     def _shared_for(self, info: AssignmentInfo) -> _Shared:
         key = (
@@ -179,7 +217,9 @@ class AnswerWriter:
                 topics_packed = self._packer.pack(list(topics))
                 if self._named:
                     topics_packed += self._packer.pack([])
-            shared = _Shared(section, {topic: at for at, topic in enumerate(topics)}, topics_packed)
+            shared = _Shared(
+                section, {topic: at for at, topic in enumerate(topics)}, topics_packed, {}
+            )
             self._shared[key] = shared
             self._kept.append(info)
         return shared
