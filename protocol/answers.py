@@ -15,7 +15,10 @@ handed to ``Codec.encode_assignment`` itself, which writes it or raises as it al
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import chain, repeat
+from operator import attrgetter
 
 import msgpack
 
@@ -50,6 +53,12 @@ class _Shared:
     #: per (commonly supported version, error code): the packed fields before a member's tasks,
     #: and those after them up to the next rebalance time
     around: dict[tuple[int, int], tuple[bytes, bytes]]
+
+
+_TOPOLOGY = attrgetter("topology")
+_SUBTOPOLOGY_PARTITION = attrgetter("subtopology", "partition")
+_SUBTOPOLOGY = attrgetter("subtopology")
+_PARTITION = attrgetter("partition")
 
 
 class _Fallback(Exception):
@@ -121,13 +130,15 @@ class AnswerWriter:
             raise _Fallback
         named = self._named
         flat: list[int] = []
-        for task in active:
-            if task.topology is not None:
+        if active:
+            # Every loop over the tasks runs in C (attrgetter, map, chain): no Python frame per
+            # task. A named topology is the codec's to write.
+            if any(map(_TOPOLOGY, active)):
                 raise _Fallback
-            if named:
-                flat.append(0)
-            flat.append(task.subtopology)
-            flat.append(task.partition)
+            ints: Iterable[tuple[int, ...]] = map(_SUBTOPOLOGY_PARTITION, active)
+            if named:  # no named topology: 0 before each task
+                ints = zip(repeat(0), map(_SUBTOPOLOGY, active), map(_PARTITION, active))
+            flat = list(chain.from_iterable(ints))
         entries: list[list[int]] = []
         if standby:
             if not standby.keys().isdisjoint(active):

@@ -111,7 +111,10 @@ def encode_members(
             )
             partitions = tuple([row[2] for row in rows])
             active_tasks = tuple([row[3] for row in rows])
-        standby = {task: _sorted(tasks[task]) for task in standby_ids}
+        standby = {
+            task: parts if len(parts) < 2 else tuple(sorted(parts))  # one partition: in order
+            for task, parts in zip(standby_ids, map(tasks.__getitem__, standby_ids), strict=True)
+        }
         next_ms = followup_at_ms if followup else NO_FOLLOWUP_REBALANCE
         answer = _answer(
             partitions,
@@ -125,11 +128,6 @@ def encode_members(
         )
         results[member_id] = answer
     return results
-
-
-def _sorted(partitions: tuple[TopicPartition, ...]) -> tuple[TopicPartition, ...]:
-    """A task's partitions in order (a task of one partition, the common case, as it is)."""
-    return partitions if len(partitions) < 2 else tuple(sorted(partitions))
 
 
 def _answer(
