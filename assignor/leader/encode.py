@@ -69,6 +69,7 @@ def encode_members(
     writer = AnswerWriter(codec, used_version)
     # One maps object per endpoint: the writer packs the shared parts once per object.
     own_maps: dict[HostInfo | None, HostMaps] = {}
+    hosts_of: dict[int, HostMaps] = {}
     # A member without tasks gets the same answer as every other such member with the same
     # maps (most of 10,000 consumers over 1,000 tasks): built once per maps object, shared.
     idle: dict[int, MemberResult] = {}
@@ -77,11 +78,15 @@ def encode_members(
     for member_id, process_id in decoded.process_of.items():
         member_hosts = hosts
         if own_only:
+            # by the member's subscription object, which members with the same bytes share
             subscription = decoded.subscriptions.get(member_id)
-            endpoint = subscription.user_endpoint if subscription else None
-            member_hosts = own_maps.get(endpoint) or own_maps.setdefault(
-                endpoint, _own_entry(hosts, endpoint)
-            )
+            known = hosts_of.get(id(subscription))
+            if known is None:
+                endpoint = subscription.user_endpoint if subscription else None
+                known = hosts_of[id(subscription)] = own_maps.get(endpoint) or own_maps.setdefault(
+                    endpoint, _own_entry(hosts, endpoint)
+                )
+            member_hosts = known
         thread = threads[process_id]
         mine = thread.active.get(member_id, ())
         standby_ids = thread.standby.get(member_id, ())
