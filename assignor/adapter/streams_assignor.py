@@ -256,25 +256,25 @@ class StreamsPartitionAssignor:
         self, cluster: Any, members: Mapping[str, ConsumerProtocolMemberMetadata]
     ) -> GroupInput:
         topics = set(self.process.topology.source_topics)
-        for meta in members.values():
-            topics.update(meta.subscription)
-        counts: dict[str, int] = {}
-        for topic in sorted(topics):
-            partitions = cluster.partitions_for_topic(topic)
-            if partitions:
-                counts[topic] = len(partitions)
         subscriptions: dict[str, MemberSubscription] = {}
-        # Consumers of one process often send the same topics and bytes: one frozen record each.
+        # Consumers of one process often send the same topics and bytes: one frozen record
+        # each, and its topics counted once.
         made: dict[bytes, tuple[list[str], MemberSubscription]] = {}
         for member_id, meta in members.items():
             data = bytes(meta.user_data or b"")
             known = made.get(data)
             if known is None or known[0] != meta.subscription:
+                topics.update(meta.subscription)
                 known = made[data] = (
                     meta.subscription,
                     MemberSubscription(tuple(meta.subscription), data),
                 )
             subscriptions[member_id] = known[1]
+        counts: dict[str, int] = {}
+        for topic in sorted(topics):
+            partitions = cluster.partitions_for_topic(topic)
+            if partitions:
+                counts[topic] = len(partitions)
         return GroupInput(
             members=subscriptions,
             partition_counts=counts,
