@@ -12,17 +12,15 @@ is merely slower.
 from __future__ import annotations
 
 from protocol._read import task_id, topic_partition
-from protocol.ids import TaskId, TopicPartition
 
+#: ``shared_task_id(subtopology, partition, topology)``, topology ``None`` for an unnamed
+#: task: the shared ``TaskId`` for values the caller has already checked (no validation). The
+#: decoder's own function, not a wrapper: a task plan calls it once per task.
+shared_task_id = task_id
 
-def shared_task_id(subtopology: int, partition: int, topology: str | None = None) -> TaskId:
-    """The shared ``TaskId`` for values the caller has already checked (no validation)."""
-    return task_id(subtopology, partition, topology)
-
-
-def shared_topic_partition(topic: str, partition: int) -> TopicPartition:
-    """The shared ``TopicPartition`` for values the caller has already checked."""
-    return topic_partition(topic, partition)
+#: ``shared_topic_partition(topic, partition)``: the shared ``TopicPartition`` for values the
+#: caller has already checked; the decoder's own function, as above.
+shared_topic_partition = topic_partition
 
 
 __all__ = ["shared_task_id", "shared_topic_partition"]

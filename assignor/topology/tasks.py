@@ -129,7 +129,7 @@ def plan_tasks(topology: Topology, source_partitions: Mapping[str, int]) -> Task
         sized = _sized_sources(sub.source_topics, source_partitions)
         widest = max(count for _, count in sized)
         sub_id = sub.id
-        ids = [shared_task_id(sub_id, partition) for partition in range(widest)]
+        ids = [shared_task_id(sub_id, partition, None) for partition in range(widest)]
         if len(sized) == 1:
             topic = sized[0][0]
             tasks.update(
