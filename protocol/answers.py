@@ -15,7 +15,7 @@ handed to ``Codec.encode_assignment`` itself, which writes it or raises as it al
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from itertools import chain, repeat
 from operator import attrgetter
@@ -31,6 +31,7 @@ from protocol._limits import (
 )
 from protocol._read import KIND_ASSIGNMENT
 from protocol.codec import Codec
+from protocol.ids import TaskId, TopicPartition
 from protocol.messages import (
     HEADER_ERROR_CODE_VERSION,
     HOST_SCOPE_VERSION,
@@ -59,6 +60,7 @@ _TOPOLOGY = attrgetter("topology")
 _SUBTOPOLOGY_PARTITION = attrgetter("subtopology", "partition")
 _SUBTOPOLOGY = attrgetter("subtopology")
 _PARTITION = attrgetter("partition")
+_TOPIC = attrgetter("topic")
 
 
 class _Fallback(Exception):
@@ -141,30 +143,7 @@ class AnswerWriter:
             flat = list(chain.from_iterable(ints))
         entries: list[list[int]] = []
         if standby:
-            if not standby.keys().isdisjoint(active):
-                raise _Fallback
-            index = shared.topic_index
-            listed = 0
-            rows = []
-            for task, partitions in standby.items():
-                if task.topology is not None:
-                    raise _Fallback
-                rows.append((task.subtopology, task.partition, partitions))
-            # Unnamed tasks in task order: by (subtopology, partition), compared in C; the
-            # pairs are unique, so the partitions are never compared.
-            rows.sort()
-            for subtopology, partition, partitions in rows:
-                entry = [0, subtopology, partition] if named else [subtopology, partition]
-                for tp in partitions:
-                    at = index.get(tp.topic)
-                    if at is None:  # a topic only this member's standbys name
-                        raise _Fallback
-                    entry.append(at)
-                    entry.append(tp.partition)
-                listed += len(partitions)
-                entries.append(entry)
-            if listed > MAX_STANDBY_PARTITIONS:
-                raise _Fallback
+            entries = self._standby_entries(standby, active, shared.topic_index)
         common = info.commonly_supported_version
         code = int(info.error_code)
         around = shared.around.get((common, code))
@@ -188,6 +167,42 @@ class AnswerWriter:
         if len(packed) > MAX_ASSIGNMENT_BYTES:
             raise _Fallback
         return packed
+
+    def _standby_entries(
+        self,
+        standby: Mapping[TaskId, tuple[TopicPartition, ...]],
+        active: tuple[TaskId, ...],
+        index: dict[str, int],
+    ) -> list[list[int]]:
+        """``[task ints..., topic index, partition, ...]`` per standby task in task order; the
+        checks and the order computed over whole collections in C."""
+        partitions = standby.values()
+        if (
+            not standby.keys().isdisjoint(active)  # both active and standby: the codec refuses
+            or any(map(_TOPOLOGY, standby))  # a named topology: the codec's
+            or not index.keys() >= set(map(_TOPIC, chain.from_iterable(partitions)))
+            or sum(map(len, partitions)) > MAX_STANDBY_PARTITIONS
+        ):
+            raise _Fallback  # (a topic only this member's standbys name is the codec's too)
+        # Unnamed tasks in task order: by (subtopology, partition), compared in C; the pairs are
+        # unique, so the partitions are never compared.
+        rows = sorted(
+            zip(map(_SUBTOPOLOGY, standby), map(_PARTITION, standby), partitions, strict=True)
+        )
+        named = self._named
+        if set(map(len, partitions)) == {1}:  # one partition per task, the common case
+            if named:
+                return [[0, s, p, index[tp.topic], tp.partition] for s, p, (tp,) in rows]
+            return [[s, p, index[tp.topic], tp.partition] for s, p, (tp,) in rows]
+        entries: list[list[int]] = []
+        append = entries.append
+        for subtopology, partition, tps in rows:
+            entry = [0, subtopology, partition] if named else [subtopology, partition]
+            for tp in tps:
+                entry.append(index[tp.topic])
+                entry.append(tp.partition)
+            append(entry)
+        return entries
 
     def _around(
         self, shared: _Shared, common: int, code: int, complete: bool
