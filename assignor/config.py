@@ -56,9 +56,9 @@ class AssignorConfig(BaseModel):
     max_warmup_replicas: Annotated[int, Field(strict=True, ge=1, le=INT32_MAX)] = Field(
         default=2, alias="max.warmup.replicas"
     )
-    probing_rebalance_interval_ms: Annotated[int, Field(strict=True, ge=60_000, le=INT64_MAX)] = (
-        Field(default=600_000, alias="probing.rebalance.interval.ms")
-    )
+    probing_rebalance_interval_ms: Annotated[
+        int, Field(strict=True, ge=60_000, le=INT64_MAX)
+    ] = Field(default=600_000, alias="probing.rebalance.interval.ms")
     rack_aware_assignment_tags: tuple[str, ...] = Field(
         default=(), alias="rack.aware.assignment.tags"
     )
@@ -97,7 +97,7 @@ class AssignorConfig(BaseModel):
             raise UnknownConfigError(
                 key,
                 f"unknown config {key!r}{hint} Valid names: {kafka_names}, and "
-                f"{CLIENT_TAG_PREFIX}<key> for this member's tags",
+                f"{CLIENT_TAG_PREFIX}<key> for this member's tags"
             )
         return data
 

@@ -48,7 +48,9 @@ def subscription_json(info: SubscriptionInfo) -> JsonDict:
     }
 
 
-def assignment_view(info: AssignmentInfo, partitions: Sequence[TopicPartition] | None) -> JsonDict:
+def assignment_view(
+    info: AssignmentInfo, partitions: Sequence[TopicPartition] | None
+) -> JsonDict:
     """What a member is given, task by task: the one view of an assignment that
     ``python -m assignor assign``/``describe`` and ``python -m protocol decode`` all print.
 

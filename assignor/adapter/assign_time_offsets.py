@@ -48,10 +48,9 @@ def check_assign_time_refresh_supported() -> None:
     """Fail loudly if aiokafka's private ``GroupCoordinator._perform_assignment`` changed."""
     GroupCoordinator = aiokafka_group_coordinator(AssignTimeRefreshUnsupportedError)
     method = getattr(GroupCoordinator, "_perform_assignment", None)
-    if not inspect.iscoroutinefunction(method) or list(inspect.signature(method).parameters) != [
-        "self",
-        "response",
-    ]:
+    if not inspect.iscoroutinefunction(method) or list(
+        inspect.signature(method).parameters
+    ) != ["self", "response"]:
         raise AssignTimeRefreshUnsupportedError(
             "aiokafka's GroupCoordinator._perform_assignment(response) coroutine has changed; "
             "the leader could not read changelog end offsets at assign time and warm-ups could "
@@ -74,8 +73,7 @@ def install_assign_time_refresh(
     if original is None or not inspect.iscoroutinefunction(original):
         log.warning(
             "%s has no _perform_assignment coroutine: as leader it assigns on the end offsets "
-            "read before its join, not at assign time",
-            type(coordinator).__name__,
+            "read before its join, not at assign time", type(coordinator).__name__
         )
         setattr(coordinator, _MARK, True)  # warn once per coordinator
         return False

@@ -125,10 +125,8 @@ def unwrap_member(
         topics = tuple(meta.subscription)
         subscription = bytes(meta.user_data or b"")
     except Exception as exc:  # aiokafka raises struct/index errors on short input
-        problems.append(
-            f"metadata ({len(metadata)} bytes) is not a consumer-protocol "
-            f"subscription: {type(exc).__name__}: {exc}"
-        )
+        problems.append(f"metadata ({len(metadata)} bytes) is not a consumer-protocol "
+                        f"subscription: {type(exc).__name__}: {exc}")
     if assignment:  # empty while the group rebalances
         try:
             decoded = ConsumerProtocolMemberAssignment.decode(assignment)
@@ -137,10 +135,8 @@ def unwrap_member(
             )
             answer = bytes(decoded.user_data or b"")
         except Exception as exc:
-            problems.append(
-                f"assignment ({len(assignment)} bytes) is not a consumer-protocol "
-                f"assignment: {type(exc).__name__}: {exc}"
-            )
+            problems.append(f"assignment ({len(assignment)} bytes) is not a consumer-protocol "
+                            f"assignment: {type(exc).__name__}: {exc}")
     return LiveMember(
         member_id=member_id,
         client_id=client_id,

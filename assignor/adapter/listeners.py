@@ -145,6 +145,7 @@ def check_listener(listener: object) -> bool:
     return inspect.iscoroutinefunction(call)
 
 
+
 __all__ = [
     "LISTENER_CANCEL_TIMEOUT_S",
     "AssignmentListener",

@@ -89,7 +89,9 @@ class MetricsRecorder:
             name: (value if name.startswith("assign_seconds") else int(value))
             for name, value in self._counts.items()
         }
-        return RebalanceMetrics(**counts, active_tasks=active_tasks, standby_tasks=standby_tasks)
+        return RebalanceMetrics(
+            **counts, active_tasks=active_tasks, standby_tasks=standby_tasks
+        )
 
 
 __all__ = ["MetricsRecorder", "RebalanceMetrics"]

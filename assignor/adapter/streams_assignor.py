@@ -157,7 +157,9 @@ class StreamsPartitionAssignor:
         )
         self.last_subscription = info
         user_data = process.codec.encode_subscription(info, version=self.used_version)
-        return ConsumerProtocolMemberMetadata(_CONSUMER_PROTOCOL_VERSION, sorted(topics), user_data)
+        return ConsumerProtocolMemberMetadata(
+            _CONSUMER_PROTOCOL_VERSION, sorted(topics), user_data
+        )
 
     def assign(
         self, cluster: Any, members: Mapping[str, ConsumerProtocolMemberMetadata]
@@ -315,10 +317,8 @@ class StreamsPartitionAssignor:
             "leader_end_offsets": (
                 None
                 if leader is None or leader.group.changelog_end_offsets is None
-                else [
-                    [tp.topic, tp.partition, o]
-                    for tp, o in sorted(leader.group.changelog_end_offsets.items())
-                ]
+                else [[tp.topic, tp.partition, o]
+                      for tp, o in sorted(leader.group.changelog_end_offsets.items())]
             ),
             "leader_assignor": leader.result.assignor if leader else None,
         }

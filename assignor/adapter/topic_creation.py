@@ -62,7 +62,9 @@ def disable_topic_auto_creation(consumer: Any) -> None:
     client._metadata_update = types.MethodType(_metadata_update_without_creation, client)
 
 
-async def _metadata_update_without_creation(self: Any, cluster_metadata: Any, topics: Any) -> bool:
+async def _metadata_update_without_creation(
+    self: Any, cluster_metadata: Any, topics: Any
+) -> bool:
     """aiokafka 0.14's ``AIOKafkaClient._metadata_update`` with auto-creation off."""
     from aiokafka.client import ConnectionGroup
     from aiokafka.cluster import ClusterMetadata

@@ -239,10 +239,8 @@ def _add_lags(processes: dict[str, dict[str, Any]], result: LeaderResult) -> Non
         entry = processes.get(str(pid))
         if entry is None:
             continue
-        tasks = (
-            set(entry["reported_offset_sums"])
-            | set(entry["active_tasks"])
-            | set(entry["standby_tasks"])
+        tasks = set(entry["reported_offset_sums"]) | set(entry["active_tasks"]) | set(
+            entry["standby_tasks"]
         )
         lags = {}
         for text in sorted(tasks, key=_task_order):

@@ -92,7 +92,6 @@ class LeaderResult:
     #: (``None`` for an error answer, or when whoever built the result did not compute it)
     summary: RebalanceSummary | None = None
 
-
 __all__ = [
     "DecodedGroup",
     "GroupInput",

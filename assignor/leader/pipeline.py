@@ -77,11 +77,8 @@ def assign_group(
         topology, config, group, decoded, codec, LeaderCache() if cache is None else cache
     )
     if screening.refused and not decoded.subscriptions and not decoded.rejected:
-        result = replace(
-            result,
-            detail="every member was refused (process-id clones or "
-            "version liars; see the warnings of assignor.leader.guard)",
-        )
+        result = replace(result, detail="every member was refused (process-id clones or "
+                         "version liars; see the warnings of assignor.leader.guard)")
     return answer_refused(result, screening, decoded, codec)
 
 
@@ -337,6 +334,7 @@ def run_task_assignor(
     return task_assignor(name).place_tasks(clients, tuple(layout.tasks), layout.stateful, config)
 
 
+
 # --- the follow-up rebalance -----------------------------------------------------------------
 
 
@@ -355,6 +353,7 @@ def _followup_consumer(assignment: TaskAssignment, leader: ProcessId | None) -> 
     if owner is None:
         owner = clients[min(clients, key=lambda p: p.sort_key)]
     return min(owner.consumers) if owner.consumers else None
+
 
 
 __all__ = [

@@ -229,3 +229,4 @@ def build_client_state(
         host_info=host_info,
         rack=rack,
     )
+

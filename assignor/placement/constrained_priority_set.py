@@ -69,7 +69,9 @@ class ConstrainedPrioritySet:
         "_touched",
     )
 
-    def __init__(self, keys: list[Any], spread_hashes: Sequence[int], touched: list[int]) -> None:
+    def __init__(
+        self, keys: list[Any], spread_hashes: Sequence[int], touched: list[int]
+    ) -> None:
         n = len(spread_hashes)
         self._keys = keys
         self._spread = spread_hashes
@@ -190,7 +192,9 @@ class ConstrainedPrioritySet:
         logged = self._logged
         base = self._base_keys
         present = self._present
-        return [c for c in self._dirty if c in present and keys[c] != logged.get(c, base[c])]
+        return [
+            c for c in self._dirty if c in present and keys[c] != logged.get(c, base[c])
+        ]
 
     def _same_outcomes(self, client: int, others: list[int]) -> bool:
         """Whether inserting ``client`` compares it with each changed client exactly as it

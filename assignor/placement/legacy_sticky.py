@@ -92,14 +92,18 @@ class _Run:
         self.spread = [spread(process_id_hash(pid)) for pid in self.pids]
         self.map_length = map_order.table_length
         # Without tree bins the map iterates by bucket, then insertion: subsets can reuse that.
-        self.map_plain = buckets_stay_small([spread(process_id_hash(pid)) for pid in clients])
+        self.map_plain = buckets_stay_small(
+            [spread(process_id_hash(pid)) for pid in clients]
+        )
         self.orders_by_length: dict[int, list[int]] = {}
         # Kafka's minimum-load lookup (any client with more available capacity?) as a lazy heap.
         self.min_heap = [(0.0, -c.capacity, c.index) for c in self.clients]
         heapq.heapify(self.min_heap)
         # HashSet<TaskId>s of all and of stateful tasks, filled in task order.
         self.all_ranks = {self.rank[t] for t in all_tasks}
-        self.all_in_java_order = [self.rank[t] for t in _task_set(sorted(all_tasks, key=_SORT_KEY))]
+        self.all_in_java_order = [
+            self.rank[t] for t in _task_set(sorted(all_tasks, key=_SORT_KEY))
+        ]
         self.stateful_in_java_order = [
             self.rank[t] for t in _task_set(sorted(stateful_tasks, key=_SORT_KEY))
         ]
@@ -222,7 +226,9 @@ class _Run:
         found = self._find_least_loaded(task, candidates, True)
         return found if found is not None else self._find_least_loaded(task, candidates, False)
 
-    def _least_loaded_previous_standby(self, task: int, within: Collection[int]) -> _Client | None:
+    def _least_loaded_previous_standby(
+        self, task: int, within: Collection[int]
+    ) -> _Client | None:
         owners = self.prev_standby_copy.get(task)
         if owners is None:
             return None

@@ -179,5 +179,6 @@ def tag_movement_allowed(ws: Workspace, source: int, destination: int) -> bool:
     """A standby may move between clients only if the destination has all the source's tags."""
     destination_tags = ws.clients[destination].client_tags
     return all(
-        destination_tags.get(key) == value for key, value in ws.clients[source].client_tags.items()
+        destination_tags.get(key) == value
+        for key, value in ws.clients[source].client_tags.items()
     )

@@ -292,3 +292,4 @@ def _swap(ws: Workspace, task: int, source: int, destination: int) -> None:
     ws.assign_active(source, task)
     ws.unassign_active(destination, task)
     ws.assign_standby(destination, task)
+

@@ -395,4 +395,6 @@ class TopologyBuilder:
         node.stores.append(store)
 
 
+
+
 __all__ = ["TopologyBuilder"]

@@ -253,10 +253,8 @@ def faust(shape: Shape) -> list[list[Member]]:
 def roundrobin(shape: Shape) -> list[list[Member]]:
     topics = list(shape.source_topics)
     return [
-        [
-            (member_id(c * shape.threads + t), RoundRobinPartitionAssignor, topics)
-            for t in range(shape.threads)
-        ]
+        [(member_id(c * shape.threads + t), RoundRobinPartitionAssignor, topics)
+         for t in range(shape.threads)]
         for c in range(shape.instances)
     ]
 
@@ -327,14 +325,8 @@ def versions() -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
 
     found = {}
-    for name in (
-        "streams-assignor",
-        "aiokafka",
-        "faust-streaming",
-        "mode-streaming",
-        "msgpack",
-        "pydantic",
-    ):
+    for name in ("streams-assignor", "aiokafka", "faust-streaming", "mode-streaming", "msgpack",
+                 "pydantic"):
         try:
             found[name] = version(name)
         except PackageNotFoundError:
