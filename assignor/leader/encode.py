@@ -75,11 +75,22 @@ def encode_members(
     idle: dict[int, MemberResult] = {}
     tasks = layout.tasks
     results: dict[str, MemberResult] = {}
+    # Members with a task (or the follow-up); every other member gets a shared idle answer.
+    busy = {
+        member
+        for thread in threads.values()
+        for by_member in (thread.active, thread.standby)
+        for member, assigned in by_member.items()
+        if assigned
+    }
+    if followup_consumer is not None:
+        busy.add(followup_consumer)
+    subscription_of = decoded.subscriptions.get
     for member_id, process_id in decoded.process_of.items():
         member_hosts = hosts
         if own_only:
             # by the member's subscription object, which members with the same bytes share
-            subscription = decoded.subscriptions.get(member_id)
+            subscription = subscription_of(member_id)
             known = hosts_of.get(id(subscription))
             if known is None:
                 endpoint = subscription.user_endpoint if subscription else None
@@ -87,11 +98,7 @@ def encode_members(
                     endpoint, _own_entry(hosts, endpoint)
                 )
             member_hosts = known
-        thread = threads[process_id]
-        mine = thread.active.get(member_id, ())
-        standby_ids = thread.standby.get(member_id, ())
-        followup = member_id == followup_consumer
-        if not mine and not standby_ids and not followup:
+        if member_id not in busy:
             answer = idle.get(id(member_hosts))
             if answer is None:
                 answer = idle[id(member_hosts)] = _answer(
@@ -105,6 +112,10 @@ def encode_members(
                 )
             results[member_id] = answer
             continue
+        thread = threads[process_id]
+        mine = thread.active.get(member_id, ())
+        standby_ids = thread.standby.get(member_id, ())
+        followup = member_id == followup_consumer
         partitions = tasks[mine[0]] if len(mine) == 1 else ()
         if len(partitions) == 1:  # one task of one partition, the common case: nothing to sort
             active_tasks: tuple[TaskId, ...] = (mine[0],)
