@@ -31,6 +31,7 @@ from protocol._limits import (
 )
 from protocol._read import KIND_ASSIGNMENT
 from protocol.codec import Codec
+from protocol.errors import AssignorError
 from protocol.ids import TaskId, TopicPartition
 from protocol.messages import (
     HEADER_ERROR_CODE_VERSION,
@@ -63,6 +64,10 @@ _PARTITION = attrgetter("partition")
 _TOPIC = attrgetter("topic")
 
 
+#: msgpack's empty array: a member without standby tasks
+_EMPTY_ARRAY = b"\x90"
+
+
 class _Fallback(Exception):
     """This answer is not the common case: the codec writes it (or refuses it)."""
 
@@ -79,6 +84,7 @@ class AnswerWriter:
         "_codec",
         "_fast",
         "_kept",
+        "_last",
         "_named",
         "_no_followup",
         "_packer",
@@ -101,6 +107,8 @@ class AnswerWriter:
         self._kept: list[AssignmentInfo] = []  # keeps the ids in ``_shared`` valid
         self._packer = msgpack.Packer(use_bin_type=True)
         self._no_followup = self._packer.pack(NO_FOLLOWUP_REBALANCE)
+        # the maps of the last answer and their shared parts: consecutive members mostly share
+        self._last: tuple[object, object, bool, _Shared] | None = None
 
     @property
     def version(self) -> int:
@@ -132,7 +140,19 @@ class AnswerWriter:
             raise _Fallback
         named = self._named
         flat: list[int] = []
-        if active:
+        if len(active) == 1:  # one partition's task, the common case at many consumers
+            task = active[0]
+            if task.topology is not None:
+                raise _Fallback
+            flat = (
+                [0, task.subtopology, task.partition]
+                if named
+                else [
+                    task.subtopology,
+                    task.partition,
+                ]
+            )
+        elif active:
             # Every loop over the tasks runs in C (attrgetter, map, chain): no Python frame per
             # task. A named topology is the codec's to write.
             if any(map(_TOPOLOGY, active)):
@@ -141,11 +161,14 @@ class AnswerWriter:
             if named:  # no named topology: 0 before each task
                 ints = zip(repeat(0), map(_SUBTOPOLOGY, active), map(_PARTITION, active))
             flat = list(chain.from_iterable(ints))
-        entries: list[list[int]] = []
+        packed_entries = _EMPTY_ARRAY
         if standby:
-            entries = self._standby_entries(standby, active, shared.topic_index)
+            packed_entries = self._packer.pack(
+                self._standby_entries(standby, active, shared.topic_index)
+            )
         common = info.commonly_supported_version
-        code = int(info.error_code)
+        error = info.error_code
+        code = 0 if error is AssignorError.NONE else int(error)
         around = shared.around.get((common, code))
         if around is None:
             around = shared.around[(common, code)] = self._around(shared, common, code, complete)
@@ -155,7 +178,7 @@ class AnswerWriter:
             [
                 around[0],
                 pack(flat),
-                pack(entries),
+                packed_entries,
                 around[1],
                 b""
                 if version < 2
@@ -229,6 +252,24 @@ class AnswerWriter:
         return b"".join(before), b"".join(after)
 
     def _shared_for(self, info: AssignmentInfo) -> _Shared:
+        last = self._last
+        if (
+            last is not None
+            and last[0] is info.partitions_by_host
+            and last[1] is info.standby_partitions_by_host
+            and last[2] is info.host_maps_complete
+        ):
+            return last[3]
+        shared = self._shared_by_key(info)
+        self._last = (
+            info.partitions_by_host,
+            info.standby_partitions_by_host,
+            info.host_maps_complete,
+            shared,
+        )
+        return shared
+
+    def _shared_by_key(self, info: AssignmentInfo) -> _Shared:
         key = (
             id(info.partitions_by_host),
             id(info.standby_partitions_by_host),
