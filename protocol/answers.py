@@ -95,7 +95,7 @@ class AnswerWriter:
     def __init__(self, codec: Codec, version: int) -> None:
         self._codec = codec
         self._version = version
-        self._named = version >= NAMED_TOPOLOGY_VERSION
+        self._named = type(version) is int and version >= NAMED_TOPOLOGY_VERSION
         # An unwritable version goes to the codec, which raises its own error; so does every
         # answer of a codec whose ``encode_assignment`` is its own (a subclass's is the rule).
         self._fast = (

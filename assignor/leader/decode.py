@@ -41,7 +41,9 @@ def decode_group(members: Mapping[str, MemberSubscription], codec: Codec) -> Dec
     shutdown: list[str] = []
     for member_id in sorted(members):
         data = members[member_id].user_data
-        decoded = read.get(data)
+        # bytes only: anything else the codec accepts is read, not kept (it may not hash)
+        cacheable = type(data) is bytes
+        decoded = read.get(data) if cacheable else None
         if decoded is None:
             try:
                 decoded = codec.decode_subscription(data)
@@ -50,7 +52,8 @@ def decode_group(members: Mapping[str, MemberSubscription], codec: Codec) -> Dec
             else:
                 used = min(used, decoded.version)
                 supported = min(supported, decoded.latest_supported_version)
-            read[data] = decoded
+            if cacheable:
+                read[data] = decoded
         if isinstance(decoded, SubscriptionInfo):  # the common case first: a plain member
             subscriptions[member_id] = decoded
             process_of[member_id] = decoded.process_id
