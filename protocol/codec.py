@@ -156,8 +156,16 @@ class Codec:
     def host_maps_bytes(self, info: AssignmentInfo, version: int) -> int:
         """Bytes the host maps of ``info`` take at ``version`` (packed once, then kept for the
         members' encodes): a leader weighs them against the broker's group record."""
+        return len(self.packed_host_maps(info, version).packed)
+
+    def packed_host_maps(
+        self, info: AssignmentInfo, version: int
+    ) -> _assignment_format.HostSection:
+        """The host maps of ``info`` packed at ``version``, as ``encode_assignment`` splices
+        them (kept like theirs): ``protocol.answers`` packs the rest of many answers around
+        one such section."""
         version = self._version_to_write(version, info.version, "assignment")
-        return len(self._host_section(info, version).packed)
+        return self._host_section(info, version)
 
     def decode_subscription(self, data: bytes) -> SubscriptionInfo | VersionHeader:
         """Read a subscription, or only its header when it is newer than this codec."""

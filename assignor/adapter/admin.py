@@ -24,6 +24,7 @@ from assignor.topology.internal_topics import InternalTopics, size_internal_topi
 from assignor.topology.model import Topology
 from assignor.topology.tasks import plan_tasks
 from protocol.ids import TopicPartition
+from protocol.shared_ids import shared_topic_partition
 
 log = logging.getLogger(__name__)
 
@@ -245,11 +246,13 @@ class ChangelogOffsetsReader:
         if missing:
             log.warning("changelog topics missing: %s", sorted(missing))
             return None
+        # Keys are the shared instances the leader's task plan is made of (protocol.shared_ids):
+        # the leader's lookup of each changelog partition then ends at identity.
         result: dict[TopicPartition, int] = {}
         if created:
             ends = await self._consumer.end_offsets(created)
             for tp, offset in ends.items():
-                result[TopicPartition(tp.topic, tp.partition)] = int(offset)
+                result[shared_topic_partition(tp.topic, tp.partition)] = int(offset)
         if committed:
             offsets = await self._admin.list_consumer_group_offsets(
                 self._group_id, partitions=committed
@@ -257,7 +260,7 @@ class ChangelogOffsetsReader:
             for tp in committed:
                 meta = offsets.get(tp)
                 value = meta.offset if meta is not None else -1
-                result[TopicPartition(tp.topic, tp.partition)] = max(0, int(value))
+                result[shared_topic_partition(tp.topic, tp.partition)] = max(0, int(value))
         return result
 
 

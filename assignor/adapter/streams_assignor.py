@@ -180,15 +180,21 @@ class StreamsPartitionAssignor:
             metrics.add(assign_errors=1)
             return _error_assignments(members, f"{type(exc).__name__}: {exc}")
         answers: dict[str, ConsumerProtocolMemberAssignment] = {}
+        # Members handed the same result object (those without tasks) share one answer struct:
+        # aiokafka only encodes it.
+        made: dict[int, ConsumerProtocolMemberAssignment] = {}
         for member_id in members:
             member = result.members.get(member_id)
             if member is None:
                 log.error("the pipeline gave member %s no answer; sending an error", member_id)
                 answers.update(_error_assignments({member_id: members[member_id]}, "no answer"))
                 continue
-            answers[member_id] = ConsumerProtocolMemberAssignment(
-                _CONSUMER_PROTOCOL_VERSION, _by_topic(member.partitions), member.user_data
-            )
+            answer = made.get(id(member))
+            if answer is None:
+                answer = made[id(member)] = ConsumerProtocolMemberAssignment(
+                    _CONSUMER_PROTOCOL_VERSION, _by_topic(member.partitions), member.user_data
+                )
+            answers[member_id] = answer
         elapsed = (time.perf_counter() - began) * 1000
         self.last_leader = LeaderRecord(group, result, elapsed)
         self._pending_memory = result.memory
@@ -252,17 +258,25 @@ class StreamsPartitionAssignor:
         self, cluster: Any, members: Mapping[str, ConsumerProtocolMemberMetadata]
     ) -> GroupInput:
         topics = set(self.process.topology.source_topics)
-        for meta in members.values():
-            topics.update(meta.subscription)
+        subscriptions: dict[str, MemberSubscription] = {}
+        # Consumers of one process often send the same topics and bytes: one frozen record
+        # each, and its topics counted once.
+        made: dict[bytes, tuple[list[str], MemberSubscription]] = {}
+        for member_id, meta in members.items():
+            data = bytes(meta.user_data or b"")
+            known = made.get(data)
+            if known is None or known[0] != meta.subscription:
+                topics.update(meta.subscription)
+                known = made[data] = (
+                    meta.subscription,
+                    MemberSubscription(tuple(meta.subscription), data),
+                )
+            subscriptions[member_id] = known[1]
         counts: dict[str, int] = {}
         for topic in sorted(topics):
             partitions = cluster.partitions_for_topic(topic)
             if partitions:
                 counts[topic] = len(partitions)
-        subscriptions = {
-            member_id: MemberSubscription(tuple(meta.subscription), bytes(meta.user_data or b""))
-            for member_id, meta in members.items()
-        }
         return GroupInput(
             members=subscriptions,
             partition_counts=counts,

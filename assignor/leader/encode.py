@@ -4,15 +4,17 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from itertools import chain
 
 from assignor.leader.model import DecodedGroup, MemberResult
 from assignor.placement.client_state import ClientState
 from assignor.placement.threads import ThreadAssignment
 from assignor.topology.tasks import TaskLayout
 from protocol._limits import KAFKA_GROUP_RECORD_BYTES, MAX_HOST_MAP_PARTITIONS, MAX_HOSTS
+from protocol.answers import AnswerWriter
 from protocol.codec import Codec
 from protocol.errors import AssignorError
-from protocol.ids import HostInfo, ProcessId, TopicPartition
+from protocol.ids import HostInfo, ProcessId, TaskId, TopicPartition, trusted_model
 from protocol.messages import HOST_SCOPE_VERSION, NO_FOLLOWUP_REBALANCE, AssignmentInfo
 
 PartitionsByHost = dict[HostInfo, frozenset[TopicPartition]]
@@ -32,14 +34,14 @@ def host_maps(clients: Mapping[ProcessId, ClientState], layout: TaskLayout) -> H
     """Source partitions of each endpoint's active and standby tasks (clients with an endpoint)."""
     active: dict[HostInfo, frozenset[TopicPartition]] = {}
     standby: dict[HostInfo, frozenset[TopicPartition]] = {}
+    partitions_of = layout.tasks.__getitem__
     for client in clients.values():
         if client.host_info is None:
             continue
-        active[client.host_info] = frozenset(
-            tp for task in client.active for tp in layout.tasks[task]
-        )
+        # chained in C: no Python frame per task or partition
+        active[client.host_info] = frozenset(chain.from_iterable(map(partitions_of, client.active)))
         standby[client.host_info] = frozenset(
-            tp for task in client.standby for tp in layout.tasks[task]
+            chain.from_iterable(map(partitions_of, client.standby))
         )
     return active, standby
 
@@ -64,37 +66,113 @@ def encode_members(
     own_only = used_version >= HOST_SCOPE_VERSION and _over_budget(
         hosts, codec, used_version, commonly_supported, len(decoded.process_of)
     )
+    writer = AnswerWriter(codec, used_version)
+    # One maps object per endpoint: the writer packs the shared parts once per object.
+    own_maps: dict[HostInfo | None, HostMaps] = {}
+    hosts_of: dict[int, HostMaps] = {}
+    # A member without tasks gets the same answer as every other such member with the same
+    # maps (most of 10,000 consumers over 1,000 tasks): built once per maps object, shared.
+    idle: dict[int, MemberResult] = {}
+    tasks = layout.tasks
     results: dict[str, MemberResult] = {}
+    # Members with a task (or the follow-up); every other member gets a shared idle answer.
+    busy = {
+        member
+        for thread in threads.values()
+        for by_member in (thread.active, thread.standby)
+        for member, assigned in by_member.items()
+        if assigned
+    }
+    if followup_consumer is not None:
+        busy.add(followup_consumer)
+    subscription_of = decoded.subscriptions.get
     for member_id, process_id in decoded.process_of.items():
-        thread = threads[process_id]
-        pairs = sorted(
-            (tp, task) for task in thread.active.get(member_id, ()) for tp in layout.tasks[task]
-        )
-        standby = {
-            task: tuple(sorted(layout.tasks[task])) for task in thread.standby.get(member_id, ())
-        }
         member_hosts = hosts
         if own_only:
-            subscription = decoded.subscriptions.get(member_id)
-            member_hosts = _own_entry(hosts, subscription.user_endpoint if subscription else None)
-        info = AssignmentInfo.model_construct(
-            version=used_version,
-            commonly_supported_version=commonly_supported,
-            active_tasks=tuple(task for _, task in pairs),
-            standby_tasks=standby,
-            partitions_by_host=member_hosts[0],
-            standby_partitions_by_host=member_hosts[1],
-            error_code=AssignorError.NONE,
-            next_rebalance_ms=(
-                followup_at_ms if member_id == followup_consumer else NO_FOLLOWUP_REBALANCE
-            ),
-            host_maps_complete=not own_only,
+            # by the member's subscription object, which members with the same bytes share
+            subscription = subscription_of(member_id)
+            known = hosts_of.get(id(subscription))
+            if known is None:
+                endpoint = subscription.user_endpoint if subscription else None
+                known = hosts_of[id(subscription)] = own_maps.get(endpoint) or own_maps.setdefault(
+                    endpoint, _own_entry(hosts, endpoint)
+                )
+            member_hosts = known
+        if member_id not in busy:
+            answer = idle.get(id(member_hosts))
+            if answer is None:
+                answer = idle[id(member_hosts)] = _answer(
+                    (),
+                    {},
+                    member_hosts,
+                    writer,
+                    commonly_supported,
+                    NO_FOLLOWUP_REBALANCE,
+                    own_only,
+                )
+            results[member_id] = answer
+            continue
+        thread = threads[process_id]
+        mine = thread.active.get(member_id, ())
+        standby_ids = thread.standby.get(member_id, ())
+        followup = member_id == followup_consumer
+        partitions = tasks[mine[0]] if len(mine) == 1 else ()
+        if len(partitions) == 1:  # one task of one partition, the common case: nothing to sort
+            active_tasks: tuple[TaskId, ...] = (mine[0],)
+        else:
+            # Sorted by (topic, partition) as plain values, compared in C: the same order as
+            # sorting the partitions themselves, without a Python-level comparison each.
+            rows = sorted(
+                [(tp.topic, tp.partition, tp, task) for task in mine for tp in tasks[task]]
+            )
+            partitions = tuple([row[2] for row in rows])
+            active_tasks = tuple([row[3] for row in rows])
+        standby = {
+            task: parts if len(parts) < 2 else tuple(sorted(parts))  # one partition: in order
+            for task, parts in zip(standby_ids, map(tasks.__getitem__, standby_ids), strict=True)
+        }
+        next_ms = followup_at_ms if followup else NO_FOLLOWUP_REBALANCE
+        answer = _answer(
+            partitions,
+            standby,
+            member_hosts,
+            writer,
+            commonly_supported,
+            next_ms,
+            own_only,
+            active_tasks,
         )
-        partitions = tuple(tp for tp, _ in pairs)
-        results[member_id] = MemberResult(
-            partitions, info, codec.encode_assignment(info, version=used_version)
-        )
+        results[member_id] = answer
     return results
+
+
+def _answer(
+    partitions: tuple[TopicPartition, ...],
+    standby: dict[TaskId, tuple[TopicPartition, ...]],
+    member_hosts: HostMaps,
+    writer: AnswerWriter,
+    commonly_supported: int,
+    next_rebalance_ms: int,
+    own_only: bool,
+    active_tasks: tuple[TaskId, ...] = (),
+) -> MemberResult:
+    """One member's answer, its model built without pydantic's work: every field is given
+    and each is already checked."""
+    info = trusted_model(
+        AssignmentInfo,
+        {
+            "version": writer.version,
+            "commonly_supported_version": commonly_supported,
+            "active_tasks": active_tasks,
+            "standby_tasks": standby,
+            "partitions_by_host": member_hosts[0],
+            "standby_partitions_by_host": member_hosts[1],
+            "error_code": AssignorError.NONE,
+            "next_rebalance_ms": next_rebalance_ms,
+            "host_maps_complete": not own_only,
+        },
+    )
+    return MemberResult(partitions, info, writer.encode(info))
 
 
 def _over_budget(

@@ -8,14 +8,16 @@ re-runs an assignor, so the explanation cannot disagree with the assignment it e
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
+from itertools import chain
 from typing import TYPE_CHECKING
 
 from assignor.config import AssignorConfig
 from assignor.placement.client_state import ClientState
 from assignor.placement.lags import is_caught_up
-from protocol.ids import ProcessId, TaskId
+from protocol.ids import ProcessId, TaskId, task_order
 from protocol.messages import LATEST_OFFSET, UNKNOWN_OFFSET_SUM
 
 if TYPE_CHECKING:  # the pipeline imports this module to log its decisions
@@ -103,38 +105,52 @@ def summarize(result: LeaderResult, config: AssignorConfig) -> RebalanceSummary 
     layout = result.layout
     if assignment is None or layout is None:
         return None
-    owner_before: dict[TaskId, ProcessId] = {}
+    # Whole-set operations only: a set's elements keep their hashes, so nothing here calls
+    # ``TaskId.__hash__`` (a Python function) per task. A task reported running by two clients
+    # counts as the first one's, as the pipeline's client order has them.
+    reported: set[TaskId] = set()
+    first_owner: dict[ProcessId, frozenset[TaskId]] = {}
     for pid, client in result.clients_before.items():
-        for task in client.previous_active:
-            owner_before.setdefault(task, pid)
+        mine = client.previous_active - reported
+        first_owner[pid] = mine
+        reported |= mine
     moved: list[TaskId] = []
     placed = 0
-    holders: dict[TaskId, int] = {}
+    standing: list[frozenset[TaskId]] = []  # each client's standbys that are not warm-ups
     for pid, client in assignment.clients.items():
-        warm = assignment.warmups.get(pid, frozenset())
-        for task in client.active:
-            before = owner_before.get(task)
-            if before is None:
-                placed += 1
-            elif before != pid:
-                moved.append(task)
-        for task in client.standby:
-            if task not in warm:
-                holders[task] = holders.get(task, 0) + 1
+        active = client.active
+        placed += len(active - reported)
+        moved.extend((active & reported) - first_owner.get(pid, _NO_TASKS))
+        warm = assignment.warmups.get(pid)
+        standing.append(client.standby - warm if warm else client.standby)
     wanted = config.num_standby_replicas
-    shortfalls = [wanted - holders.get(t, 0) for t in layout.stateful]
-    shortfalls = [s for s in shortfalls if s > 0]
+    shortfalls = _standby_shortfalls(layout.stateful, standing, wanted)
     return RebalanceSummary(
         assignor=result.assignor,
         tasks=len(layout.tasks),
         clients=len(assignment.clients),
-        moved=tuple(sorted(moved)),
+        moved=tuple(sorted(moved, key=task_order)),  # one key per task, compared in C
         placed=placed,
         warmups=sum(len(w) for w in assignment.warmups.values()),
         probing=assignment.probing_rebalance_needed,
         standbys_short=sum(shortfalls),
         short_tasks=len(shortfalls),
     )
+
+
+_NO_TASKS: frozenset[TaskId] = frozenset()
+
+
+def _standby_shortfalls(
+    stateful: frozenset[TaskId], standing: list[frozenset[TaskId]], wanted: int
+) -> list[int]:
+    """For each stateful task with fewer than ``wanted`` standbys, how many it lacks."""
+    if wanted <= 0:
+        return []
+    if wanted == 1:  # the common setting: a task lacks one standby when no client holds one
+        return [1] * len(stateful.difference(*standing))
+    holders = Counter(chain.from_iterable(standing))
+    return [s for s in (wanted - holders[t] for t in stateful) if s > 0]
 
 
 def _members_by_task(result: LeaderResult) -> dict[tuple[ProcessId, TaskId], str]:

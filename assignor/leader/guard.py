@@ -139,11 +139,17 @@ def _find_clones(
     """Members whose process id is announced elsewhere with another endpoint, and the endpoint
     each process id keeps (remembered one first, else that of its smallest member id)."""
     by_process: dict[ProcessId, dict[HostInfo | None, list[str]]] = {}
+    # Members often share one decoded subscription (``assignor.leader.decode``): its list is
+    # found once, not by hashing its process id and endpoint again for every member.
+    list_of: dict[int, list[str]] = {}
     for member_id in sorted(subscriptions):
         info = subscriptions[member_id]
-        by_process.setdefault(info.process_id, {}).setdefault(info.user_endpoint, []).append(
-            member_id
-        )
+        members = list_of.get(id(info))
+        if members is None:
+            members = list_of[id(info)] = by_process.setdefault(info.process_id, {}).setdefault(
+                info.user_endpoint, []
+            )
+        members.append(member_id)
     refused: dict[str, str] = {}
     endpoints: dict[ProcessId, HostInfo | None] = {}
     for process_id, announced in by_process.items():
@@ -180,13 +186,14 @@ def _find_version_liars(
             continue
         info = subscriptions[member_id]
         sent, claimed = info.version, info.latest_supported_version
+        if sent >= claimed:  # sends all it claims: no lie, whatever it was told
+            continue
         reason = (
             f"sends version {sent} while declaring version {claimed} supported, and ignored "
             "the leader's instruction to upgrade"
         )
         if member_id in memory.version_liars:
-            if sent < claimed:
-                liars[member_id] = reason
+            liars[member_id] = reason
             continue
         told, ignored = memory.upgrade_told.get(member_id, (0, 0))
         if sent < told <= claimed and ignored + 1 >= IGNORED_UPGRADES_BEFORE_REFUSAL:

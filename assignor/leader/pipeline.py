@@ -277,9 +277,9 @@ def build_clients(
     clients: dict[ProcessId, ClientState] = {}
     for process_id, member_ids in by_process.items():
         first = decoded.subscriptions[member_ids[0]]
-        reports = [
-            ConsumerReport.from_subscription(m, decoded.subscriptions[m]) for m in member_ids
-        ]
+        subscriptions = decoded.subscriptions
+        # ``ConsumerReport.from_subscription`` without its call and empty tuple per member
+        reports = [ConsumerReport(m, subscriptions[m].task_offset_sums) for m in member_ids]
         clients[process_id] = build_client_state(
             process_id,
             reports,

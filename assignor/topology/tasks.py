@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from assignor.topology.model import Topology
 from protocol.ids import TaskId, TopicPartition, trusted_task_id, trusted_topic_partition
+from protocol.shared_ids import shared_task_id, shared_topic_partition
 
 TaskPartitions = Mapping[TaskId, tuple[TopicPartition, ...]]
 
@@ -116,7 +117,9 @@ def plan_tasks(topology: Topology, source_partitions: Mapping[str, int]) -> Task
 
     The same result as calling the four functions in turn, built in one pass per subtopology
     (each task id made once, the views filled a subtopology at a time in task order): the leader
-    plans every rebalance that changes partition counts, inside aiokafka's event loop.
+    plans every rebalance that changes partition counts, inside aiokafka's event loop. Its ids
+    are the decoder's shared instances (``protocol.shared_ids``), so the tasks and partitions
+    the members' subscriptions name are these very objects and lookups end at identity.
     """
     tasks: dict[TaskId, tuple[TopicPartition, ...]] = {}
     stateful: list[TaskId] = []
@@ -126,18 +129,18 @@ def plan_tasks(topology: Topology, source_partitions: Mapping[str, int]) -> Task
         sized = _sized_sources(sub.source_topics, source_partitions)
         widest = max(count for _, count in sized)
         sub_id = sub.id
-        ids = [trusted_task_id(sub_id, partition) for partition in range(widest)]
+        ids = [shared_task_id(sub_id, partition, None) for partition in range(widest)]
         if len(sized) == 1:
             topic = sized[0][0]
             tasks.update(
-                zip(ids, [(trusted_topic_partition(topic, p),) for p in range(widest)], strict=True)
+                zip(ids, [(shared_topic_partition(topic, p),) for p in range(widest)], strict=True)
             )
         else:
             tasks.update(
                 zip(
                     ids,
                     [
-                        tuple([trusted_topic_partition(t, p) for t, n in sized if n > p])
+                        tuple([shared_topic_partition(t, p) for t, n in sized if n > p])
                         for p in range(widest)
                     ],
                     strict=True,
@@ -149,7 +152,7 @@ def plan_tasks(topology: Topology, source_partitions: Mapping[str, int]) -> Task
             changelogs.update(
                 zip(
                     ids,
-                    [tuple([trusted_topic_partition(t, p) for t in logs]) for p in range(widest)],
+                    [tuple([shared_topic_partition(t, p) for t in logs]) for p in range(widest)],
                     strict=True,
                 )
             )

@@ -39,7 +39,8 @@ from aiokafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitio
 from aiokafka.coordinator.protocol import ConsumerProtocol
 
 from assignor import AssignorConfig, StreamsProcess, Topology, TopologyBuilder
-from protocol import HostInfo, ProcessId, TaskId, TopicPartition
+from protocol import HostInfo, ProcessId, TaskId
+from protocol.shared_ids import shared_topic_partition
 from simulator.shim import make_cluster
 
 APP = "bench"
@@ -178,7 +179,8 @@ def topology_for(shape: Shape) -> Topology:
 def ours(shape: Shape, topology: Topology, standby_offset: int = END_OFFSET) -> list[list[Member]]:
     """A fresh group of ours: per instance, its T members (one ``StreamsProcess`` each)."""
     config = AssignorConfig.model_validate({"num.standby.replicas": shape.standbys})
-    ends = {TopicPartition(CHANGELOG, p): END_OFFSET for p in range(shape.partitions)}
+    # Keyed as the adapter's ChangelogOffsetsReader keys them: by the shared instances.
+    ends = {shared_topic_partition(CHANGELOG, p): END_OFFSET for p in range(shape.partitions)}
     topics = sorted(topology.source_topics)
     instances: list[list[Member]] = []
     for c in range(shape.instances):

@@ -129,3 +129,33 @@ def test_any_group_is_served_completely_and_consistently(case: dict[str, Any]) -
     deadlines = [m for m, r in result.members.items() if r.info.next_rebalance_ms < 2**63 - 1]
     probing = result.task_assignment is not None and result.task_assignment.probing_rebalance_needed
     assert len(deadlines) == (1 if probing else 0)
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(groups())
+def test_the_summary_counts_task_by_task(case: dict[str, Any]) -> None:
+    """``summarize`` works on whole sets; its numbers are the plain per-task count's."""
+    result = assign_group(case["topology"], case["config"], case["group"], case["leader"])
+    summary = result.summary
+    assignment, layout = result.task_assignment, result.layout
+    if assignment is None or layout is None:
+        assert summary is None
+        return
+    assert summary is not None
+    owner_before: dict[TaskId, ProcessId] = {}
+    for pid, client in result.clients_before.items():
+        for task in client.previous_active:
+            owner_before.setdefault(task, pid)
+    moved, placed, holders = [], 0, dict.fromkeys(layout.stateful, 0)
+    for pid, client in assignment.clients.items():
+        for task in client.active:
+            if task not in owner_before:
+                placed += 1
+            elif owner_before[task] != pid:
+                moved.append(task)
+        for task in client.standby - assignment.warmups.get(pid, frozenset()):
+            holders[task] = holders.get(task, 0) + 1
+    wanted = case["config"].num_standby_replicas
+    short = [wanted - n for n in holders.values() if n < wanted]
+    assert (summary.moved, summary.placed) == (tuple(sorted(moved)), placed)
+    assert (summary.standbys_short, summary.short_tasks) == (sum(short), len(short))

@@ -1,0 +1,170 @@
+"""The leader's answer writer writes exactly the codec's bytes, and raises exactly its errors.
+
+``AnswerWriter`` packs the parts members share once and each member's tasks alone; the codec's
+``encode_assignment`` stays the reference. Drawn groups of answers (several members sharing
+host-map objects, as a leader hands them out) must give byte-identical payloads, and the common
+case must really take the writer's own path, not the codec's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from assignor.testing import assignment_infos, host_maps
+from protocol import AssignmentInfo, AssignorError, Codec, HostInfo, TaskId, TopicPartition
+from protocol.answers import AnswerWriter
+from protocol.codec import LATEST_VERSION
+from protocol.messages import NO_FOLLOWUP_REBALANCE
+
+
+@st.composite
+def groups(draw: st.DrawFn) -> tuple[int, list[AssignmentInfo]]:
+    """One rebalance's answers at one version: drawn members, some sharing map objects."""
+    version = draw(st.integers(1, LATEST_VERSION))
+    common = draw(st.integers(version, version + 2))
+    shared = (draw(host_maps()), draw(host_maps()))
+    own = [(draw(host_maps(max_hosts=1)), draw(host_maps(max_hosts=1))) for _ in range(2)]
+    answers = []
+    for info in draw(st.lists(assignment_infos(st.just(version)), min_size=1, max_size=6)):
+        maps = shared
+        if not info.host_maps_complete:
+            maps = own[draw(st.integers(0, 1))]
+        elif draw(st.booleans()):
+            maps = (info.partitions_by_host, info.standby_partitions_by_host)
+        answers.append(
+            info.model_copy(
+                update={
+                    "commonly_supported_version": common,
+                    "partitions_by_host": maps[0],
+                    "standby_partitions_by_host": maps[1],
+                }
+            )
+        )
+    return version, answers
+
+
+def _outcome(encode: Any, info: AssignmentInfo) -> bytes | str:
+    try:
+        return bytes(encode(info))
+    except ValueError as exc:
+        return f"ValueError: {exc}"
+
+
+@settings(max_examples=300, deadline=None)
+@given(groups())
+def test_same_bytes_as_the_codec(group: tuple[int, list[AssignmentInfo]]) -> None:
+    version, answers = group
+    writer = AnswerWriter(Codec(), version)
+    for info in answers:
+        expected = _outcome(lambda i: Codec().encode_assignment(i, version=version), info)
+        assert _outcome(writer.encode, info) == expected
+
+
+def _maps() -> tuple[dict[HostInfo, frozenset[TopicPartition]], ...]:
+    hosts = [HostInfo(f"h{i}", 9000 + i) for i in range(3)]
+    active = {
+        h: frozenset(TopicPartition("a", p) for p in range(i, 30, 3)) for i, h in enumerate(hosts)
+    }
+    standby = {
+        h: frozenset(TopicPartition("b", p) for p in range(i, 9, 3)) for i, h in enumerate(hosts)
+    }
+    return active, standby
+
+
+@pytest.mark.parametrize("version", range(1, LATEST_VERSION + 1))
+def test_the_common_case_never_asks_the_codec_per_member(
+    version: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Plain tasks over the shared maps: the writer packs them itself (else it saves nothing)."""
+    active, standby = _maps()
+    reference = Codec().encode_assignment  # bound before the class is counted
+    asked: list[AssignmentInfo] = []
+    original = Codec.encode_assignment
+
+    def counted(self: Codec, info: AssignmentInfo, version: int | None = None) -> bytes:
+        asked.append(info)
+        return original(self, info, version)
+
+    monkeypatch.setattr(Codec, "encode_assignment", counted)
+    writer = AnswerWriter(Codec(), version)
+    for member in range(10):
+        info = AssignmentInfo(
+            version=version,
+            commonly_supported_version=version,
+            active_tasks=(TaskId(0, member), TaskId(1, member)),
+            # topic "a": version 1 has no standby host map, so "b" would be an extra topic
+            standby_tasks={TaskId(2, member): (TopicPartition("a", member),)},
+            partitions_by_host=active,
+            standby_partitions_by_host=standby,
+            next_rebalance_ms=member if member % 2 else NO_FOLLOWUP_REBALANCE,
+        )
+        encoded = writer.encode(info)
+        assert encoded == reference(info, version=version)
+    assert asked == []
+
+
+@pytest.mark.parametrize(
+    ("version", "update", "error"),
+    [
+        # a task both active and standby (a model the validator would refuse, built unchecked)
+        (4, {"standby_tasks": {TaskId(0, 0): ()}}, "both active and standby"),
+        # a named topology below version 3
+        (2, {"active_tasks": (TaskId(0, 0, topology="t"),)}, "named topologies"),
+        # own-endpoint maps below version 4
+        (3, {"host_maps_complete": False}, "own endpoint only"),
+        # a commonly supported version below the one written
+        (4, {"commonly_supported_version": 3}, "commonly supported version"),
+    ],
+)
+def test_refuses_what_the_codec_refuses(version: int, update: dict[str, Any], error: str) -> None:
+    active, standby = _maps()
+    values: dict[str, Any] = {
+        "version": version,
+        "commonly_supported_version": version,
+        "active_tasks": (TaskId(0, 0),),
+        "standby_tasks": {},
+        "partitions_by_host": active,
+        "standby_partitions_by_host": standby,
+        "error_code": AssignorError.NONE,
+        "next_rebalance_ms": NO_FOLLOWUP_REBALANCE,
+        "host_maps_complete": True,
+    }
+    info = AssignmentInfo.model_construct(**(values | update))
+    with pytest.raises(ValueError, match=error) as by_codec:
+        Codec().encode_assignment(info, version=version)
+    with pytest.raises(ValueError, match=error) as by_writer:
+        AnswerWriter(Codec(), version).encode(info)
+    assert str(by_writer.value) == str(by_codec.value)
+
+
+def test_a_version_beyond_the_codec_is_refused_as_the_codec_does() -> None:
+    info = AssignmentInfo(version=1, commonly_supported_version=2)
+    with pytest.raises(ValueError, match="writes versions 1 to 1"):
+        AnswerWriter(Codec(latest_supported=1), 2).encode(info)
+
+
+def test_standby_topics_outside_the_host_maps_and_named_tasks_are_still_written() -> None:
+    """The uncommon answers the codec writes for the writer: same bytes either way."""
+    active, standby = _maps()
+    writer = AnswerWriter(Codec(), 3)
+    for info in (
+        AssignmentInfo(
+            version=3,
+            commonly_supported_version=3,
+            standby_tasks={TaskId(2, 1): (TopicPartition("only-here", 1),)},
+            partitions_by_host=active,
+            standby_partitions_by_host=standby,
+        ),
+        AssignmentInfo(
+            version=3,
+            commonly_supported_version=3,
+            active_tasks=(TaskId(0, 1, topology="named"),),
+            partitions_by_host=active,
+            standby_partitions_by_host=standby,
+        ),
+    ):
+        assert writer.encode(info) == Codec().encode_assignment(info, version=3)
