@@ -4,7 +4,9 @@ The default mix's 10,000 jobs take too long to time one by one, and their cost i
 (a few 200-process groups take minutes, most jobs milliseconds), so the jobs are ordered by the
 mix's own cost (:func:`simulator.spark.mix.job_cost`), cut into strata (the 20 costliest, the
 next 80, ...), a seeded sample of each is replayed, and each stratum counts as its mean times
-its size. ``--root`` names a source tree to import (e.g. an exported older commit), so the same
+its size. Times are the replaying process's CPU time (``time.process_time``): on a
+machine shared with other work, wall time says more about the neighbours than the change.
+``--root`` names a source tree to import (e.g. an exported older commit), so the same
 sample can be timed before and after a change; each tree runs in its own process.
 
     .venv/bin/python tests/bench/estimate_mix.py --per 4 [--root /tmp/base] [--json out.json]
@@ -13,6 +15,7 @@ sample can be timed before and after a change; each tree runs in its own process
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import logging
 import os
@@ -52,7 +55,7 @@ def main() -> int:
     rng = random.Random(args.seed)
     total = 0.0
     timed: list[dict[str, Any]] = []
-    for stratum, (low, high) in enumerate(zip(bounds, bounds[1:], strict=False)):
+    for stratum, (low, high) in enumerate(itertools.pairwise(bounds)):
         members = order[low:high]
         sample = rng.sample(members, min(args.per, len(members)))
         if stratum < args.skip_top:
@@ -60,9 +63,9 @@ def main() -> int:
         spent = []
         for i in sample:
             job = every[i]
-            began = time.perf_counter()
+            began = time.process_time()
             run_job(job)
-            spent.append(time.perf_counter() - began)
+            spent.append(time.process_time() - began)
             params = json.loads(job[2])
             timed.append({"stratum": f"{low}-{high}", "job": list(job), "s": spent[-1]})
             print(f"  {low}-{high}: {spent[-1]:7.2f}s {job[1]} p={params.get('processes')} "

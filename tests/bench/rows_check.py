@@ -22,7 +22,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from simulator.families import FAMILIES
-from simulator.spark.columns import REBALANCE_COLUMNS, Column, SCENARIO_COLUMNS, VIOLATION_COLUMNS
+from simulator.spark.columns import REBALANCE_COLUMNS, SCENARIO_COLUMNS, VIOLATION_COLUMNS, Column
 from simulator.spark.executor import run_job
 from simulator.spark.mix import MIXES, Job, build_cases, default_assignors, jobs
 
@@ -84,7 +84,8 @@ def main(argv: list[str]) -> int:
             print(f"DIFFERS: {job}", flush=True)
             for key in ("scenario", "rebalances", "violations"):
                 if got[key] != expected[index][key]:
-                    print(f"  {key}: got {str(got[key])[:600]}\n  want {str(expected[index][key])[:600]}")
+                    print(f"  {key}: got {str(got[key])[:600]}")
+                    print(f"  want {str(expected[index][key])[:600]}")
     if mode == "dump":
         Path(path).write_text("\n".join(out) + "\n")
     print(f"{len(selected)} jobs, {bad} differ, {time.perf_counter() - began:.0f}s")
