@@ -7,7 +7,9 @@ an even spread of default-mix jobs of 20-200 processes) as JSON lines; ``compare
 them again and names the first job whose rows differ. Not a pytest test: the set takes minutes.
 
     .venv/bin/python tests/bench/rows_check.py dump /tmp/rows.jsonl
-    .venv/bin/python tests/bench/rows_check.py compare /tmp/rows.jsonl
+    .venv/bin/python tests/bench/rows_check.py compare /tmp/rows.jsonl [ASSIGNOR]
+
+``compare`` with an assignor replays only that assignor's jobs (a change that touches one peer).
 """
 
 from __future__ import annotations
@@ -55,13 +57,14 @@ def rows_of(job: Job) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 2 or argv[0] not in ("dump", "compare"):
+    if len(argv) not in (2, 3) or argv[0] not in ("dump", "compare"):
         print(__doc__)
         return 2
     if os.environ.get("PYTHONHASHSEED") != "0":  # aiokafka's sticky iterates sets of strings
         os.environ["PYTHONHASHSEED"] = "0"
         os.execv(sys.executable, [sys.executable, *sys.argv])
-    mode, path = argv
+    mode, path = argv[:2]
+    only = argv[2] if len(argv) == 3 and mode == "compare" else None
     selected = job_set()
     expected: list[dict[str, Any]] = []
     if mode == "compare":
@@ -73,6 +76,8 @@ def main(argv: list[str]) -> int:
     began = time.perf_counter()
     bad = 0
     for index, job in enumerate(selected):
+        if only is not None and job[4] != only:
+            continue
         t0 = time.perf_counter()
         got = json.loads(json.dumps(rows_of(job), default=str))
         spent = time.perf_counter() - t0
@@ -88,7 +93,8 @@ def main(argv: list[str]) -> int:
                     print(f"  want {str(expected[index][key])[:600]}")
     if mode == "dump":
         Path(path).write_text("\n".join(out) + "\n")
-    print(f"{len(selected)} jobs, {bad} differ, {time.perf_counter() - began:.0f}s")
+    count = sum(1 for j in selected if only is None or j[4] == only)
+    print(f"{count} jobs, {bad} differ, {time.perf_counter() - began:.0f}s")
     return 1 if bad else 0
 
 
