@@ -15,7 +15,7 @@ from typing import Any
 from assignor.adapter.streams_assignor import StreamsPartitionAssignor
 from assignor.topology.tasks import TaskLayout
 from protocol.ids import TaskId, TopicPartition, trusted_topic_partition
-from simulator.faust_peer import FAUST, read_faust_assignment
+from simulator.faust_peer import FAUST, faust_tasks, read_faust_assignment
 from simulator.metrics import Ownership, Thread, ownership_from_partitions
 from simulator.state import StateModel
 
@@ -71,9 +71,13 @@ def read_decision(
     else:
         parts_of: dict[str, list[TopicPartition]] = {}
         standbys: dict[str, frozenset[TaskId]] = {}
+        encoded: Mapping[str, Any] = getattr(inner, "last_assignments", {})
         for member_id, answer in answers.items():
             if getattr(inner, "name", None) == FAUST:
-                parts_of[member_id], standbys[member_id] = read_faust_assignment(answer, layout)
+                known = encoded.get(member_id)  # Faust's own, before it encoded them
+                parts_of[member_id], standbys[member_id] = (
+                    faust_tasks(known, layout) if known is not None
+                    else read_faust_assignment(answer, layout))
                 continue
             partitions = answer.partitions() if hasattr(answer, "partitions") else []
             # partitions of the cluster's own metadata, decoded by aiokafka: already valid, so

@@ -44,6 +44,7 @@ from simulator.hosting import (
     HostedAssignor,
     SimulatedProcess,
     crash,
+    crash_all,
     force_rejoin,
     peer_assignor,
     start_member,
@@ -446,9 +447,7 @@ class Replay:
         for sim in self.sims.values():
             for hosted in sim.hosted:
                 hosted.cancel_followup()
-            for member in sim.members:
-                if member.running:
-                    await crash(member)
+        await crash_all(m for sim in self.sims.values() for m in sim.members)
 
     def run(self) -> ReplayResult:
         began = time.perf_counter()

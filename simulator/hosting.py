@@ -20,14 +20,15 @@ from aiokafka.cluster import ClusterMetadata
 from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 from aiokafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
 from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment
+from aiokafka.structs import TopicPartition as PartitionTuple
 
 from assignor.adapter.process import StreamsProcess
 from assignor.adapter.streams_assignor import StreamsPartitionAssignor
 from assignor.topology.model import Topology
 from assignor.topology.tasks import TaskLayout
 from protocol.ids import TaskId
-from simulator.faust_peer import FAUST, faust_assignor, read_faust_assignment
-from simulator.metrics import held_tasks, ownership_from_partitions, tasks_by_partition
+from simulator.faust_peer import FAUST, faust_assignor, faust_tasks, read_faust_assignment
+from simulator.metrics import held_tasks, tasks_by_partition
 from simulator.scenarios import GroupTimeouts, ProcessSpec, Scenario
 from simulator.shim import GroupCoordinator, LeaveGroupRequest, ShimMember, VirtualClock
 from simulator.state import StateModel
@@ -150,9 +151,12 @@ class HostedAssignor:
             self._reschedule_followup(inner)
         else:
             tasks = replay.layout.tasks
-            if self.name == FAUST:
-                parts, standby = read_faust_assignment(assignment, replay.layout)
-                active = ownership_from_partitions({"": parts}, tasks, {}).active[""]
+            if self.name == FAUST:  # as Faust's on_assignment has just decoded it
+                decoded = getattr(inner, "_assignment", None)
+                parts, standby = (faust_tasks(decoded, replay.layout) if decoded is not None
+                                  else read_faust_assignment(assignment, replay.layout))
+                active = held_tasks((PartitionTuple(tp.topic, tp.partition) for tp in parts),
+                                    tasks, _partition_index(tasks))
             else:
                 active = held_tasks(assignment.partitions(), tasks, _partition_index(tasks))
                 standby = ()
@@ -244,6 +248,12 @@ async def stop_member(member: ShimMember, *, graceful: bool) -> None:
 async def crash(member: ShimMember) -> None:
     await stop_member(member, graceful=False)
 
+
+async def crash_all(members: Iterable[ShimMember]) -> None:
+    """Crash every running member at once (a replay's end, its rows decided): one after the
+    other, each stop's loop steps (:func:`stop_member`) added up to 40 per member."""
+    await asyncio.gather(*(crash(member) for member in members if member.running))
+
 def peer_assignor(scenario: Scenario, topology: Topology, spec: ProcessSpec, thread: int) -> Any:
     """The assignor of thread ``thread`` of ``spec`` for a peer scenario (not ours)."""
     name, member_name = scenario.assignor, f"{spec.name}_{thread}"
@@ -309,6 +319,7 @@ __all__ = [
     "SimulatedProcess",
     "Simulation",
     "crash",
+    "crash_all",
     "force_rejoin",
     "peer_assignor",
     "start_member",

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from protocol.ids import TaskId, TopicPartition
 from simulator.scenarios import ProcessSpec, StateDynamics
@@ -205,15 +206,16 @@ class StateModel:
         self._disk[process] = {}
 
     # -- what the process reports, what the leader reads --------------------------------------
-    def offset_sums(self, process: str) -> dict[TaskId, int]:
-        """The ``state()`` provider of a process: its local position per task on disk (a fresh
-        dict; built once per process and disk change)."""
+    def offset_sums(self, process: str) -> Mapping[TaskId, int]:
+        """The ``state()`` provider of a process: its local position per task on disk, built
+        once per process and disk change and handed out read-only (the adapter copies what it
+        keeps; a fresh dict per consumer's join cost a copy per member per rebalance)."""
         cached = self._sums.get(process)
         if cached is None or cached[0] != self._disk_version:
             ids = self.tasks
             sums = {ids[i]: int(x) for i, x in self._disk.get(process, {}).items()}
             cached = self._sums[process] = (self._disk_version, sums)
-        return dict(cached[1])
+        return MappingProxyType(cached[1])
 
     def position(self, process: str, task: TaskId) -> float | None:
         """Where ``process``'s local state of ``task`` is (None: nothing on disk)."""

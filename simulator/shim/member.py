@@ -37,10 +37,10 @@ from aiokafka.structs import TopicPartition
 
 from simulator.shim.coordinator import GroupCoordinator
 from simulator.shim.errors import ErrorCode, MemberFailed, RequestTimedOut, error_class
+from simulator.shim.heartbeat import Heartbeats
 from simulator.shim.requests import (
     NO_GENERATION,
     UNKNOWN_MEMBER_ID,
-    HeartbeatRequest,
     JoinGroupRequest,
     JoinGroupResponse,
     LeaveGroupRequest,
@@ -143,7 +143,7 @@ class ShimMember:
 
         self._rejoin: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
-        self._heartbeat_task: asyncio.Task[None] | None = None
+        self._heartbeats: Heartbeats | None = None
         self._changed: asyncio.Future[None] | None = None
 
     # -- public controls ------------------------------------------------------------------
@@ -220,9 +220,8 @@ class ShimMember:
                     await self._stop_heartbeat()
                     self._set_status("joining", "")
                     if await self._join_and_sync():
-                        self._heartbeat_task = asyncio.get_running_loop().create_task(
-                            self._heartbeat_loop(), name=f"heartbeat-{self.name}"
-                        )
+                        self._heartbeats = Heartbeats(self)
+                        self._heartbeats.start()
                         self._set_status("stable", f"generation {self.generation}")
                     else:
                         await self.clock.sleep(self.retry_backoff_ms / 1000.0)
@@ -379,47 +378,6 @@ class ShimMember:
         if self._rejoin is not None:
             self._rejoin.set()
 
-    # -- heartbeats -----------------------------------------------------------------------
-    async def _heartbeat_loop(self) -> None:
-        interval = self.heartbeat_interval_ms / 1000.0
-        backoff = self.retry_backoff_ms / 1000.0
-        pause = interval
-        clock = self.clock
-        while self.member_id:
-            await clock.sleep(pause)
-            sent = clock.time()
-            try:
-                ok = await self._heartbeat()
-            except MemberFailed as failure:
-                self.error = failure.__cause__ or failure
-                if self._task is not None:
-                    self._task.cancel()
-                self._set_status("failed", str(failure))
-                return
-            pause = max(0.0, interval - (clock.time() - sent)) if ok else backoff
-
-    async def _heartbeat(self) -> bool:
-        # aiokafka sends Heartbeat v1, which carries no group.instance.id.
-        request = HeartbeatRequest(self.group_id, self.generation, self.member_id)
-        if self.latency_ms[1] > 0:
-            await self._delay()
-            response = self.coordinator.heartbeat(request)
-            await self._delay()
-        else:
-            response = self.coordinator.heartbeat(request)
-        code = response.error_code
-        if code == ErrorCode.NONE:
-            return True
-        if code == ErrorCode.REBALANCE_IN_PROGRESS:
-            self.request_rejoin()
-            return True
-        if code in (ErrorCode.ILLEGAL_GENERATION, ErrorCode.UNKNOWN_MEMBER_ID):
-            self._log("heartbeat-reset", ErrorCode(code).name)
-            self._reset_generation()
-            self._notify()
-            return False
-        raise MemberFailed(f"Heartbeat failed: {ErrorCode(code).name}") from error_class(code)()
-
     # -- plumbing -------------------------------------------------------------------------
     async def _join(self, request: JoinGroupRequest) -> JoinGroupResponse:
         return await self._call(self.coordinator.join, request)
@@ -464,11 +422,9 @@ class ShimMember:
             await self.clock.sleep(self.clock.random.uniform(low, high) / 1000.0)
 
     async def _stop_heartbeat(self) -> None:
-        task, self._heartbeat_task = self._heartbeat_task, None
-        if task is not None and not task.done():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        heartbeats, self._heartbeats = self._heartbeats, None
+        if heartbeats is not None:
+            await heartbeats.stop()
 
     async def _stop_tasks(self) -> None:
         await self._stop_heartbeat()

@@ -1,0 +1,186 @@
+"""A member's heartbeats: one every ``heartbeat_interval_ms`` while it is stable.
+
+Long replays send hundreds of thousands of heartbeats, and a heartbeat written as a coroutine
+(an asyncio task that sleeps) pays for a future, a task step and three coroutine frames per
+beat. Without network latency the beat itself is synchronous, so the loop here is a chain of
+plain callbacks that makes *the same event-loop operations in the same order* as the coroutine
+did: one timer per sleep, the beat one loop step after its timer fires (where the task's wake-up
+ran), a stop that completes two loop steps later, cancelling its timer one step after the
+request, as cancelling the task and awaiting it did. Same-instant timers fire in the order the
+loop's heap holds them, and that order picks which member notices a rebalance first (hence the
+join order, and the leader): any other schedule of timers would change a replay's rows.
+With latency (``latency_ms``) the beat awaits its delays, and the coroutine loop runs instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import TYPE_CHECKING, Any
+
+from simulator.shim.errors import ErrorCode, MemberFailed, error_class
+from simulator.shim.requests import HeartbeatRequest, HeartbeatResponse
+
+if TYPE_CHECKING:
+    from simulator.shim.member import ShimMember
+
+
+class _Stopped(asyncio.Future[None]):
+    """What a stop waits on. Like a task being cancelled, it ignores a cancel from its waiter
+    (``Task.cancel`` cancels the future it awaits) and ends cancelled when the loop stops, so
+    the waiter sees exactly what awaiting the cancelled heartbeat task showed it."""
+
+    def cancel(self, msg: Any = None) -> bool:
+        return not self.done()
+
+    def finish(self) -> None:
+        asyncio.Future.cancel(self)
+
+
+class Heartbeats:
+    """The heartbeat loop of one stable member generation: ``start()``, then ``await stop()``
+    (the member rejoins, leaves or crashes) or it ends by itself (reset, failure)."""
+
+    def __init__(self, member: ShimMember) -> None:
+        self._member = member
+        self._loop = asyncio.get_running_loop()
+        self._timer: asyncio.TimerHandle | None = None
+        self._step: asyncio.Handle | None = None
+        self._stopped: _Stopped | None = None
+        self._task: asyncio.Task[None] | None = None
+        self.running = False
+
+    def start(self) -> None:
+        member = self._member
+        self.running = True
+        if member.latency_ms[1] > 0:
+            self._task = self._loop.create_task(self._coroutine(),
+                                                name=f"heartbeat-{member.name}")
+        else:  # where the task's first step would run
+            self._step = self._loop.call_soon(self._first)
+
+    async def stop(self) -> None:
+        """Stop beating; returns when a cancelled heartbeat task would have ended."""
+        task, self._task = self._task, None
+        if task is not None:
+            self.running = False
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+            return
+        if not self.running:
+            return
+        self.running = False
+        stopped = self._stopped = _Stopped(loop=self._loop)
+        if self._step is None:  # asleep: the cancelled sleep wakes the task one step later
+            self._step = self._loop.call_soon(self._end)
+        with contextlib.suppress(asyncio.CancelledError):
+            await stopped
+
+    # -- the callback chain (no latency) ----------------------------------------------------
+    def _first(self) -> None:
+        self._step = None
+        if not self.running:
+            self._end()
+        elif self._member.member_id:
+            self._sleep(self._member.heartbeat_interval_ms / 1000.0)
+        else:
+            self.running = False
+
+    def _sleep(self, pause: float) -> None:
+        if pause > 0:
+            self._timer = self._member.clock.call_later(pause, self._wake)
+        else:  # asyncio.sleep(0) yields one loop step without a timer
+            self._step = self._loop.call_soon(self._beat)
+
+    def _wake(self) -> None:
+        self._timer = None
+        if self.running:  # a stopped sleep's timer does nothing, as a cancelled future's
+            self._step = self._loop.call_soon(self._beat)
+
+    def _beat(self) -> None:
+        self._step = None
+        if not self.running:
+            self._end()
+            return
+        member = self._member
+        try:
+            ok = beat(member)
+        except MemberFailed as failure:
+            self.running = False
+            fail(member, failure)
+            return
+        if not member.member_id:
+            self.running = False
+            return
+        self._sleep(member.heartbeat_interval_ms / 1000.0 if ok
+                    else member.retry_backoff_ms / 1000.0)
+
+    def _end(self) -> None:
+        self._step = None
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._stopped is not None:
+            self._stopped.finish()
+            self._stopped = None
+
+    # -- with latency ----------------------------------------------------------------------
+    async def _coroutine(self) -> None:
+        member = self._member
+        interval = member.heartbeat_interval_ms / 1000.0
+        backoff = member.retry_backoff_ms / 1000.0
+        pause = interval
+        clock = member.clock
+        while member.member_id:
+            await clock.sleep(pause)
+            sent = clock.time()
+            request = heartbeat_request(member)
+            await member._delay()
+            response = member.coordinator.heartbeat(request)
+            await member._delay()
+            try:
+                ok = answer(member, response)
+            except MemberFailed as failure:
+                fail(member, failure)
+                return
+            pause = max(0.0, interval - (clock.time() - sent)) if ok else backoff
+
+
+def heartbeat_request(member: ShimMember) -> HeartbeatRequest:
+    """The member's Heartbeat now. aiokafka sends Heartbeat v1: no ``group.instance.id``."""
+    return HeartbeatRequest(member.group_id, member.generation, member.member_id)
+
+
+def beat(member: ShimMember) -> bool:
+    """One Heartbeat without latency and what its answer means (:func:`answer`)."""
+    return answer(member, member.coordinator.heartbeat(heartbeat_request(member)))
+
+
+def answer(member: ShimMember, response: HeartbeatResponse) -> bool:
+    """What a Heartbeat's answer means for the member: True to keep beating at the interval,
+    False to retry after the backoff (the member was reset); fatal codes raise."""
+    code = response.error_code
+    if code == ErrorCode.NONE:
+        return True
+    if code == ErrorCode.REBALANCE_IN_PROGRESS:
+        member.request_rejoin()
+        return True
+    if code in (ErrorCode.ILLEGAL_GENERATION, ErrorCode.UNKNOWN_MEMBER_ID):
+        member._log("heartbeat-reset", ErrorCode(code).name)
+        member._reset_generation()
+        member._notify()
+        return False
+    raise MemberFailed(f"Heartbeat failed: {ErrorCode(code).name}") from error_class(code)()
+
+
+def fail(member: ShimMember, failure: MemberFailed) -> None:
+    """A fatal heartbeat answer: the member stops with ``status == "failed"``."""
+    member.error = failure.__cause__ or failure
+    if member._task is not None:
+        member._task.cancel()
+    member._set_status("failed", str(failure))
+
+
+__all__ = ["Heartbeats", "answer", "beat", "heartbeat_request"]
