@@ -74,7 +74,7 @@ from simulator.shim import (
     ShimMember,
     VirtualClock,
 )
-from simulator.state import StateModel, initial_tasks
+from simulator.state import StateModel
 from simulator.summary import rebalance_history, replay_command, scenario_row
 
 #: Namespace of the process ids of dynamic simulated processes (static ones use the adapter's).
@@ -150,7 +150,8 @@ class Replay:
     def _initial_behind(self, spec: ProcessSpec) -> dict[TaskId, float]:
         if isinstance(spec.initial_state, dict):
             return {TaskId.parse(task): float(lag) for task, lag in spec.initial_state.items()}
-        return dict.fromkeys(initial_tasks(spec, self.layout.stateful), 0.0)
+        # "settled" starts caught up too; the state model trims it at the first assignment
+        return {} if spec.initial_state == "empty" else dict.fromkeys(self.layout.stateful, 0.0)
 
     def advance(self) -> None:
         self.state.advance(self.clock.time())

@@ -32,18 +32,10 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from protocol.ids import TaskId, TopicPartition
-from simulator.scenarios import ProcessSpec, StateDynamics
+from simulator.scenarios import StateDynamics
 
 #: Positions within this many records of the end count as caught up (float rounding).
 _EPSILON = 1e-6
-
-
-
-def initial_tasks(spec: ProcessSpec, stateful: Iterable[TaskId]) -> list[TaskId]:
-    """The stateful tasks whose state is current on ``spec``'s disk when the run starts:
-    every one for ``"caught_up"`` and ``"settled"`` (which :meth:`StateModel.add_process`
-    then trims to the process's first assignment), none for ``"empty"``."""
-    return list(stateful) if spec.initial_state in ("caught_up", "settled") else []
 
 
 #: available tasks, restoring tasks per (process, thread), processing (process, task) pairs

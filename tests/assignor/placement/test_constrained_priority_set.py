@@ -12,7 +12,7 @@ random hashes. Exactness against Kafka itself is the high-availability conforman
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from hypothesis import given
@@ -54,6 +54,19 @@ class _Kafka:
         return found
 
 
+def _queued(keys: list[Any], spread_hashes: list[int], order: Iterable[int]
+            ) -> tuple[ConstrainedPrioritySet, _Kafka, list[int]]:
+    """Ours and Kafka's queue over the same keys, each client of ``order`` offered to both;
+    the list is where a test notes the clients whose keys it changed."""
+    touched: list[int] = []
+    lazy = ConstrainedPrioritySet(keys, spread_hashes, touched)
+    kafka = _Kafka(keys, spread_hashes)
+    for client in order:
+        lazy.offer(client)
+        kafka.offer(client)
+    return lazy, kafka, touched
+
+
 def _hashes(n: int, kind: str, rng: random.Random) -> list[int]:
     if kind == "distinct":
         return list(range(n))
@@ -83,17 +96,12 @@ def test_lazy_steps_equal_kafkas_steps(
 ) -> None:
     spread_hashes = _hashes(n, kind, rng)
     keys: list[Any] = [(float(rng.randrange(4)), c) for c in range(n)]
-    touched: list[int] = []
-    lazy = ConstrainedPrioritySet(keys, spread_hashes, touched)
-    kafka = _Kafka(keys, spread_hashes)
+    lazy, kafka, touched = _queued(keys, spread_hashes, range(n))
 
     def set_load(client: int, load: float) -> None:
         keys[client] = (load, client)
         touched.append(client)
 
-    for client in range(n):
-        lazy.offer(client)
-        kafka.offer(client)
     for op, client, value in ops:
         client %= n
         if op == "load":  # a load changes under the queue, with no re-offer
@@ -130,13 +138,8 @@ def test_movement_pattern_stays_lazy_and_exact() -> None:
     rng = random.Random(7)
     n = 40
     keys: list[Any] = [(float(rng.randrange(20)), c) for c in range(n)]
-    touched: list[int] = []
     spread_hashes = list(range(n))
-    lazy = ConstrainedPrioritySet(keys, spread_hashes, touched)
-    kafka = _Kafka(keys, spread_hashes)
-    for client in range(n):
-        lazy.offer(client)
-        kafka.offer(client)
+    lazy, kafka, touched = _queued(keys, spread_hashes, range(n))
     for _ in range(300):
         lazy.poll_none_valid()
         kafka.poll(lambda c: False)
@@ -165,13 +168,8 @@ def test_standby_movement_pattern_with_a_queued_source_equals_kafka() -> None:
     for n, spread_loads, seed in [(9, 30, 1), (40, 2, 3), (120, 2, 4), *cases]:
         rng = random.Random(seed)
         keys: list[Any] = [(float(100 + rng.randrange(spread_loads)), c) for c in range(n)]
-        touched: list[int] = []
         spread_hashes = _hashes(n, "crowded" if seed % 2 else "random", rng)
-        lazy = ConstrainedPrioritySet(keys, spread_hashes, touched)
-        kafka = _Kafka(keys, spread_hashes)
-        for client in range(n):
-            lazy.offer(client)
-            kafka.offer(client)
+        lazy, kafka, touched = _queued(keys, spread_hashes, range(n))
         for _ in range(200):
             lazy.poll_none_valid()
             assert kafka.poll(lambda c: False) is None
@@ -201,13 +199,8 @@ def test_reoffers_after_a_reset_equal_kafka_in_many_small_queues() -> None:
     for _ in range(5000):
         n = rng.randint(3, 9)
         keys: list[Any] = [(float(rng.randrange(5)), c) for c in range(n)]
-        touched: list[int] = []
         spread_hashes = [16 * c for c in range(n)]  # one bucket: refills follow pop order
-        lazy = ConstrainedPrioritySet(keys, spread_hashes, touched)
-        kafka = _Kafka(keys, spread_hashes)
-        for client in rng.sample(range(n), n):
-            lazy.offer(client)
-            kafka.offer(client)
+        lazy, kafka, touched = _queued(keys, spread_hashes, rng.sample(range(n), n))
         lazy.poll_none_valid()
         kafka.poll(lambda c: False)
         source, destination = rng.sample(range(n), 2)
@@ -230,13 +223,8 @@ def test_a_source_landing_between_the_destinations_loads_keeps_the_queue_lazy() 
     the destination, leaves the queue in heap order, so the set keeps answering from keys
     (no replay) and still answers as Kafka does."""
     keys: list[Any] = [(float(load), c) for c, load in enumerate((0, 10, 11, 20, 30))]
-    touched: list[int] = []
     spread_hashes = [0, 16, 32, 48, 64]  # one bucket while the set is small: pop order counts
-    lazy = ConstrainedPrioritySet(keys, spread_hashes, touched)
-    kafka = _Kafka(keys, spread_hashes)
-    for client in range(5):
-        lazy.offer(client)
-        kafka.offer(client)
+    lazy, kafka, touched = _queued(keys, spread_hashes, range(5))
     lazy.poll_none_valid()
     assert kafka.poll(lambda c: False) is None
     assert lazy.poll({1}.__contains__, [1]) == kafka.poll({1}.__contains__) == 1
@@ -258,13 +246,8 @@ def test_polls_after_loads_changed_under_the_queue_follow_the_array() -> None:
     disordered = 0
     for n in (5, 9, 17, 40):
         keys: list[Any] = [(float(rng.randrange(2 * n)), c) for c in range(n)]
-        touched: list[int] = []
         spread_hashes = _hashes(n, "random", rng)
-        lazy = ConstrainedPrioritySet(keys, spread_hashes, touched)
-        kafka = _Kafka(keys, spread_hashes)
-        for client in range(n):
-            lazy.offer(client)
-            kafka.offer(client)
+        lazy, kafka, touched = _queued(keys, spread_hashes, range(n))
         for _ in range(400):
             if rng.random() < 0.3:
                 lazy.poll_none_valid()
@@ -294,13 +277,8 @@ def test_a_poll_of_a_disordered_queue_answers_as_kafka_not_by_the_minimum() -> N
         rng = random.Random(seed)
         n = rng.randint(3, 12)
         keys: list[Any] = [(float(rng.randrange(6)), c) for c in range(n)]
-        touched: list[int] = []
         spread_hashes = list(range(n))
-        lazy = ConstrainedPrioritySet(keys, spread_hashes, touched)
-        kafka = _Kafka(keys, spread_hashes)
-        for client in range(n):
-            lazy.offer(client)
-            kafka.offer(client)
+        lazy, kafka, touched = _queued(keys, spread_hashes, range(n))
         lazy.poll_none_valid()
         kafka.poll(lambda c: False)
         source = lazy.poll(lambda c: True)
