@@ -40,6 +40,10 @@ def test_default_mix_caps_consumers_and_membership_steps() -> None:
     assert max(steps) == mix.MAX_STEPS
     big = [c for c in cases if c.params["processes"] > 100]
     assert len(families) <= len(big) <= 3 * len(families)
+    # skewed draws 1..max_threads per process: on average within the cap, full skew when small
+    skewed = [c.params for c in cases if c.family == "skewed"]
+    assert all(p["processes"] * (1 + p["max_threads"]) / 2 <= chosen.max_members for p in skewed)
+    assert 16 in {p["max_threads"] for p in skewed} and min(p["max_threads"] for p in skewed) < 16
 
 
 def test_large_mix_adds_a_thousand_members_and_ten_thousand_tasks() -> None:
