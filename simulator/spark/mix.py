@@ -57,8 +57,8 @@ MIXES: dict[str, Mix] = {
     m.name: m for m in (
         Mix("default",
             "every family and assignor; groups of 1 to 200 processes (rolling families up to "
-            "24), 1-4 threads (at most 400 consumers; skewed draws 1-16 per process, fewer in big groups), standbys "
-            "0-2, the shop topology (2 tasks per partition)",
+            "24), 1-4 threads (at most 400 consumers; skewed draws 1-16 per process, fewer in "
+            "big groups), standbys 0-2, the shop topology (2 tasks per partition)",
             scenarios=2000, max_processes=200, max_rolling_processes=24, max_partitions=256,
             max_members=400),
         Mix("large",
