@@ -66,6 +66,12 @@ MIXES: dict[str, Mix] = {
             "processes x 4 threads (1,000 members) and 5,000 partitions (10,000 tasks)",
             scenarios=2000, max_processes=200, max_rolling_processes=24, max_partitions=256,
             max_members=400, large_groups=((250, 4, 5000),)),
+        Mix("medium",
+            "groups of 1 to 24 processes (rolling families up to 8), 1-4 threads: replays of "
+            "tenths of a second, so a sweep measures replays rather than Spark's per-row traffic "
+            "(make bench's local[1] / local[2] scaling)",
+            scenarios=200, max_processes=24, max_rolling_processes=8, max_partitions=64,
+            max_members=96),
         Mix("smoke",
             "small groups only (1-6 processes, rolling families up to 4): the tests' and a "
             "quick look's mix",
