@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 QUICK = os.environ.get("BENCH_QUICK", "0") not in ("", "0")
 #: cases of the medium mix (each replayed with every assignor)
-SCENARIOS = 12 if QUICK else 40
+SCENARIOS = 12 if QUICK else 20
 RUNS = 1 if QUICK else 2
 SIDES = (1, 2)
 

@@ -78,6 +78,8 @@ QUICK_GROWTH_MEMBERS = (10, 100, 1_000)  # over 1,000 partitions
 BIG_GROWTH_POINTS = ((100_000, 1_000), (10_000, 10_000))  # the growth targets
 BIG_POINT_CAP_S = 150.0  # each, in the growth budget: past it the point says 'did not finish'
 OLDER_TIMEOUT_S = 180.0  # each older bench: about 10-40 s on a quiet machine
+#: bench_sweep runs four sweeps of the medium mix (a fresh JVM each): about 4-5 minutes
+SWEEP_TIMEOUT_S = 480.0
 FULL_BUDGET_S = {"peers": 600.0, "java": 300.0, "growth": 480.0}
 QUICK_BUDGET_S = {"peers": 150.0, "java": 60.0, "growth": 60.0}
 
@@ -608,16 +610,17 @@ def older_benches(report: Report, quick: bool) -> None:
     ):
         section = report.add(Section(title))
         env = dict(os.environ, PYTHONPATH=str(ROOT), BENCH_QUICK="1" if quick else "0")
+        timeout_s = SWEEP_TIMEOUT_S if script == "bench_sweep.py" else OLDER_TIMEOUT_S
         started = time.perf_counter()
         try:
             done = subprocess.run(
                 [sys.executable, str(ROOT / "tests" / "bench" / script)], cwd=ROOT, env=env,
-                capture_output=True, text=True, timeout=OLDER_TIMEOUT_S, check=False,
+                capture_output=True, text=True, timeout=timeout_s, check=False,
             )
         except subprocess.TimeoutExpired as expired:  # the report ends on time regardless
             out = expired.stdout.decode() if isinstance(expired.stdout, bytes) else ""
             section.notes.append(f"```\n{out.strip()}\n```\n(stopped after "
-                                 f"{OLDER_TIMEOUT_S:.0f} s: the machine is too loaded)")
+                                 f"{timeout_s:.0f} s: the machine is too loaded)")
             print(section.notes[-1], flush=True)
             continue
         text = done.stdout.strip() or done.stderr.strip()[-2000:]
