@@ -48,6 +48,8 @@ class Heartbeats:
         self._step: asyncio.Handle | None = None
         self._stopped: _Stopped | None = None
         self._task: asyncio.Task[None] | None = None
+        #: (group, member id) of the standing heartbeats left at the coordinator, if any
+        self._standing: tuple[str, str] | None = None
         self.running = False
 
     def start(self) -> None:
@@ -72,6 +74,7 @@ class Heartbeats:
         if not self.running:
             return
         self.running = False
+        self._sit()
         stopped = self._stopped = _Stopped(loop=self._loop)
         if self._step is None:  # asleep: the cancelled sleep wakes the task one step later
             self._step = self._loop.call_soon(self._end)
@@ -84,9 +87,32 @@ class Heartbeats:
         if not self.running:
             self._end()
         elif self._member.member_id:
-            self._sleep(self._member.heartbeat_interval_ms / 1000.0)
+            self._stand_or_sleep()
         else:
             self.running = False
+
+    def _stand_or_sleep(self) -> None:
+        """After a beat answered NONE: leave the next beats standing at the coordinator
+        (``simulator.shim.leases``) if it takes them, else sleep until the next one."""
+        member = self._member
+        interval = member.heartbeat_interval_ms / 1000.0
+        request = heartbeat_request(member)
+        if member.coordinator.stand(request, interval, self._woken):
+            self._standing = (request.group_id, request.member_id)
+        else:
+            self._sleep(interval)
+
+    def _woken(self, at: float) -> None:
+        """The coordinator ended the standing beats: send the one due ``at`` for real."""
+        self._standing = None
+        if self.running:
+            clock = self._member.clock
+            self._timer = clock.call_later(at - clock.time(), self._wake)
+
+    def _sit(self) -> None:
+        standing, self._standing = self._standing, None
+        if standing is not None:
+            self._member.coordinator.sit(*standing)
 
     def _sleep(self, pause: float) -> None:
         if pause > 0:
@@ -114,8 +140,10 @@ class Heartbeats:
         if not member.member_id:
             self.running = False
             return
-        self._sleep(member.heartbeat_interval_ms / 1000.0 if ok
-                    else member.retry_backoff_ms / 1000.0)
+        if ok:
+            self._stand_or_sleep()
+        else:
+            self._sleep(member.retry_backoff_ms / 1000.0)
 
     def _end(self) -> None:
         self._step = None

@@ -24,6 +24,7 @@ from simulator.shim.group import (
     Member,
     Round,
 )
+from simulator.shim.leases import Lease
 from simulator.shim.records import Journal, RebalanceRecord
 from simulator.shim.requests import JoinGroupResponse, SyncGroupResponse
 
@@ -231,12 +232,32 @@ class RebalancePhases:
 
 
     def _schedule_heartbeat(self, group: Group, member_id: str, timeout_ms: int) -> None:
+        lease = group.leases.get(member_id)
+        if lease is not None:  # standing heartbeats keep the session; remember the deadline
+            lease.latest_deadline = self.clock.time() + timeout_ms / 1000.0
+            return
+        self._set_session_timer(group, member_id, timeout_ms / 1000.0)
+
+    def _lease_ended(self, group: Group, lease: Lease) -> None:
+        """A member's standing heartbeats end (``simulator.shim.leases``): its session timer
+        goes where its last beat would have left it, and it sends its next beat for real."""
+        self._resume_session(group, lease)
+        lease.wake(lease.next_beat(self.clock.time()))
+
+    def _resume_session(self, group: Group, lease: Lease) -> None:
+        """The session timer the lease's beats would have left: last beat + session."""
+        now = self.clock.time()
+        deadline = lease.session_deadline(now)
+        if deadline is not None and lease.member_id in group.members:
+            self._set_session_timer(group, lease.member_id, deadline - now)
+
+    def _set_session_timer(self, group: Group, member_id: str, delay_s: float) -> None:
         timers = group.heartbeat_timers
         old = timers.get(member_id)
         if old is not None:
             old.cancel()
         timers[member_id] = self.clock.call_later(
-            timeout_ms / 1000.0, lambda: self._expire_heartbeat(group, member_id)
+            delay_s, lambda: self._expire_heartbeat(group, member_id)
         )
 
     def _cancel_heartbeat(self, group: Group, member_id: str) -> None:
@@ -253,7 +274,7 @@ class RebalancePhases:
                 self._complete_join(group)
             return
         member = group.members.get(member_id)
-        if member is None or member.satisfied_heartbeat():
+        if member is None or member.satisfied_heartbeat() or member_id in group.leases:
             return
         self._log(group.group_id, "session-expired", member_id, "")
         self._remove_member(group, member, f"member {member_id} session timed out")

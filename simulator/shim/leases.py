@@ -1,0 +1,74 @@
+"""Standing heartbeats: a stable member's beats as arithmetic instead of one event per beat.
+
+A live member without network latency beats every ``interval`` seconds from a known instant, and
+while its group stays stable every one of those beats is answered NONE and only pushes its
+session deadline on. Long replays sent hundreds of thousands of such beats, each two timers and
+a few loop steps, and they cost more than the assignor. So a member whose beat was just
+answered NONE may leave a *standing order* (a :class:`Lease`) at the coordinator: "I beat at
+``base + k * interval``, k = 1, 2, ...". No event happens for those beats. A beat matters only
+when
+
+- its answer would not be NONE: the group leaves Stable (a rebalance: REBALANCE_IN_PROGRESS, or
+  a new generation: ILLEGAL_GENERATION) or the member is removed or replaced (UNKNOWN_MEMBER_ID).
+  The group ends the lease at that moment, and the member sends its next beat for real, at the
+  next instant of its sequence, where it gets that answer as before;
+- the member stops beating (it rejoins, leaves, crashes, pauses): the coordinator then sets the
+  session timer a real last beat would have left, ``last beat + session timeout``.
+
+Same-instant rule (explicit, where the event-per-beat loop left it to asyncio's heap): a beat
+due at the very instant something else happens comes first. A change at a beat's instant is
+therefore heard at the member's next beat, and a member that stops at a beat's instant did send
+it. This is the order the event-per-beat loop mostly produced: a probing rebalance is due a
+whole number of heartbeat intervals after the generation that scheduled it, and its members
+heard of it one interval later. Members woken together send their real beats in the group's
+member order.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+#: Instants closer than this are one instant (the virtual clock's resolution).
+SAME_INSTANT_S = 1e-6
+
+
+@dataclass(slots=True)
+class Lease:
+    """One member's standing heartbeats: beats at ``base + k * interval_s`` for k >= 1.
+
+    ``fallback_deadline`` is the session deadline the coordinator held when the lease began
+    (used if the lease ends before its first beat); ``latest_deadline`` the latest one any real
+    Heartbeat with this member id set meanwhile (an impostor's, in the hostile tests).
+    ``wake(at)`` tells the member to send its beat due ``at`` for real.
+    """
+
+    member_id: str
+    base: float
+    interval_s: float
+    session_s: float
+    wake: Callable[[float], object]
+    fallback_deadline: float | None = None
+    latest_deadline: float | None = None
+
+    def beats_before(self, now: float) -> int:
+        """How many beats went out by ``now`` (a beat due now came first)."""
+        return max(0, math.floor((now + SAME_INSTANT_S - self.base) / self.interval_s))
+
+    def next_beat(self, now: float) -> float:
+        """The instant of the first beat not yet sent at ``now`` (after ``now``)."""
+        return self.base + (self.beats_before(now) + 1) * self.interval_s
+
+    def session_deadline(self, now: float) -> float | None:
+        """Where the member's session timer stands at ``now``: its last beat + session."""
+        sent = self.beats_before(now)
+        deadline = (self.base + sent * self.interval_s + self.session_s if sent
+                    else self.fallback_deadline)
+        if self.latest_deadline is not None and (deadline is None
+                                                 or self.latest_deadline > deadline):
+            return self.latest_deadline
+        return deadline
+
+
+__all__ = ["SAME_INSTANT_S", "Lease"]
