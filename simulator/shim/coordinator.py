@@ -340,11 +340,12 @@ class GroupCoordinator(RebalancePhases):
         return HeartbeatResponse(NONE)
 
     def stand(self, request: HeartbeatRequest, interval_s: float,
-              wake: Callable[[float], object]) -> bool:
+              wake: Callable[[], object]) -> bool:
         """Leave a standing order of heartbeats (``simulator.shim.leases``), the first one
         ``interval_s`` from now and every ``interval_s`` after, each as ``request``; False (and
         nothing changes) unless every one of them would now be answered NONE in a Stable group.
-        ``wake(at)`` is called when they stop being so: the member sends its beat due ``at``."""
+        When they stop being so, ``wake()`` is called at the next beat's instant: the member
+        sends that beat for real."""
         group = self._groups.get(request.group_id)
         if (group is None or group.state is not GroupState.STABLE
                 or request.generation_id != group.generation

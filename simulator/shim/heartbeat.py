@@ -102,12 +102,11 @@ class Heartbeats:
         else:
             self._sleep(interval)
 
-    def _woken(self, at: float) -> None:
-        """The coordinator ended the standing beats: send the one due ``at`` for real."""
+    def _woken(self) -> None:
+        """The standing beats ended and this is the next one's instant: send it for real."""
         self._standing = None
-        if self.running:
-            clock = self._member.clock
-            self._timer = clock.call_later(at - clock.time(), self._wake)
+        if self.running and self._timer is None and self._step is None:
+            self._beat()
 
     def _sit(self) -> None:
         standing, self._standing = self._standing, None

@@ -10,8 +10,9 @@ when
 
 - its answer would not be NONE: the group leaves Stable (a rebalance: REBALANCE_IN_PROGRESS, or
   a new generation: ILLEGAL_GENERATION) or the member is removed or replaced (UNKNOWN_MEMBER_ID).
-  The group ends the lease at that moment, and the member sends its next beat for real, at the
-  next instant of its sequence, where it gets that answer as before;
+  The group ends the lease at that moment, and at the next instant of its sequence the
+  coordinator has the member send that beat for real (members woken together share one timer
+  and beat in the group's member order), and it gets that answer as before;
 - the member stops beating (it rejoins, leaves, crashes, pauses): the coordinator then sets the
   session timer a real last beat would have left, ``last beat + session timeout``.
 
@@ -41,14 +42,15 @@ class Lease:
     ``fallback_deadline`` is the session deadline the coordinator held when the lease began
     (used if the lease ends before its first beat); ``latest_deadline`` the latest one any real
     Heartbeat with this member id set meanwhile (an impostor's, in the hostile tests).
-    ``wake(at)`` tells the member to send its beat due ``at`` for real.
+    ``wake()`` is called at the instant of the member's next beat, once the lease has ended:
+    the member sends that beat for real.
     """
 
     member_id: str
     base: float
     interval_s: float
     session_s: float
-    wake: Callable[[float], object]
+    wake: Callable[[], object]
     fallback_deadline: float | None = None
     latest_deadline: float | None = None
 

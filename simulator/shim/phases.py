@@ -9,6 +9,7 @@ handling) builds on it; neither part is meant to be used alone.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from types import MappingProxyType
 from typing import Any
@@ -46,6 +47,8 @@ class RebalancePhases:
         self.config = config or CoordinatorConfig()
         self.journal = journal if journal is not None else Journal()
         self._groups: dict[str, Group] = {}
+        #: instant -> the members whose lease ended, to beat for real then, in that order
+        self._beat_batches: dict[float, list[Callable[[], object]]] = {}
 
     # -- rebalancing ----------------------------------------------------------------------
     def _prepare_or_complete(self, group: Group, reason: str) -> None:
@@ -242,7 +245,17 @@ class RebalancePhases:
         """A member's standing heartbeats end (``simulator.shim.leases``): its session timer
         goes where its last beat would have left it, and it sends its next beat for real."""
         self._resume_session(group, lease)
-        lease.wake(lease.next_beat(self.clock.time()))
+        now = self.clock.time()
+        at = lease.next_beat(now)
+        batch = self._beat_batches.get(at)
+        if batch is None:  # members woken together share one timer, and beat in wake order
+            batch = self._beat_batches[at] = []
+            self.clock.call_later(at - now, functools.partial(self._send_beats, at))
+        batch.append(lease.wake)
+
+    def _send_beats(self, at: float) -> None:
+        for wake in self._beat_batches.pop(at):
+            wake()
 
     def _resume_session(self, group: Group, lease: Lease) -> None:
         """The session timer the lease's beats would have left: last beat + session."""
