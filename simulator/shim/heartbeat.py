@@ -1,15 +1,15 @@
 """A member's heartbeats: one every ``heartbeat_interval_ms`` while it is stable.
 
-Long replays send hundreds of thousands of heartbeats, and a heartbeat written as a coroutine
-(an asyncio task that sleeps) pays for a future, a task step and three coroutine frames per
-beat. Without network latency the beat itself is synchronous, so the loop here is a chain of
-plain callbacks that makes *the same event-loop operations in the same order* as the coroutine
-did: one timer per sleep, the beat one loop step after its timer fires (where the task's wake-up
-ran), a stop that completes two loop steps later, cancelling its timer one step after the
-request, as cancelling the task and awaiting it did. Same-instant timers fire in the order the
-loop's heap holds them, and that order picks which member notices a rebalance first (hence the
-join order, and the leader): any other schedule of timers would change a replay's rows.
-With latency (``latency_ms``) the beat awaits its delays, and the coroutine loop runs instead.
+Long replays send hundreds of thousands of heartbeats, and almost all of them are answered NONE
+and change nothing but the member's session deadline. Without network latency a member
+therefore beats for real only when that matters: after a beat answered NONE it leaves its next
+beats *standing* at the coordinator (``simulator.shim.leases``: beats at ``base + k x
+interval``, no event each) and is woken at the instant of the first beat whose answer is not
+NONE any more (a rebalance, a new generation, its removal); a stop tells the coordinator, which
+sets the session timer from the last beat. A beat that is sent for real is a plain callback
+(no task: a coroutine beat paid for a future, a task step and three frames), and a stop
+completes two loop steps after it is asked for, as cancelling a heartbeat task and awaiting it
+did. With latency (``latency_ms``) the beat awaits its delays, and a coroutine loop runs instead.
 """
 
 from __future__ import annotations
