@@ -16,13 +16,15 @@ when
 - the member stops beating (it rejoins, leaves, crashes, pauses): the coordinator then sets the
   session timer a real last beat would have left, ``last beat + session timeout``.
 
-Same-instant rule (explicit, where the event-per-beat loop left it to asyncio's heap): a beat
-due at the very instant something else happens comes first. A change at a beat's instant is
-therefore heard at the member's next beat, and a member that stops at a beat's instant did send
-it. This is the order the event-per-beat loop mostly produced: a probing rebalance is due a
-whole number of heartbeat intervals after the generation that scheduled it, and its members
-heard of it one interval later. Members woken together send their real beats in the group's
-member order.
+Same-instant rule (explicit, where the event-per-beat loop left it to the order of asyncio's
+timer heap): a beat due at the very instant something else happens comes first, except after
+the coordinator's own deadlines (a session or rebalance timeout, the initial delay). So a
+member's request or a timeline event at a beat's instant (a LeaveGroup, a probing rebalance's
+JoinGroup, a crash) is heard at the member's next beat, and a member that stops at a beat's
+instant did send it; a session that expires at a beat's instant is heard by that beat. These
+are the orders the event-per-beat loop mostly produced (a probing rebalance is due a whole
+number of heartbeat intervals after the generation that scheduled it, and so is a crashed
+member's session expiry, when the interval divides the session timeout).
 """
 
 from __future__ import annotations
@@ -54,13 +56,17 @@ class Lease:
     fallback_deadline: float | None = None
     latest_deadline: float | None = None
 
-    def beats_before(self, now: float) -> int:
-        """How many beats went out by ``now`` (a beat due now came first)."""
-        return max(0, math.floor((now + SAME_INSTANT_S - self.base) / self.interval_s))
+    def beats_before(self, now: float, *, including_now: bool = True) -> int:
+        """How many beats went out by ``now``; a beat due at ``now`` counts unless
+        ``including_now`` is False (it has not gone out yet)."""
+        slack = SAME_INSTANT_S if including_now else -SAME_INSTANT_S
+        return max(0, math.floor((now + slack - self.base) / self.interval_s))
 
-    def next_beat(self, now: float) -> float:
-        """The instant of the first beat not yet sent at ``now`` (after ``now``)."""
-        return self.base + (self.beats_before(now) + 1) * self.interval_s
+    def next_beat(self, now: float, *, heard_now: bool = False) -> float:
+        """The instant of the first beat still to come at ``now``: after ``now``, or ``now``
+        itself if a beat due now comes after what just happened (``heard_now``)."""
+        return self.base + (self.beats_before(now, including_now=not heard_now) + 1) \
+            * self.interval_s
 
     def session_deadline(self, now: float) -> float | None:
         """Where the member's session timer stands at ``now``: its last beat + session."""

@@ -47,6 +47,8 @@ class RebalancePhases:
         self.config = config or CoordinatorConfig()
         self.journal = journal if journal is not None else Journal()
         self._groups: dict[str, Group] = {}
+        #: True while one of the coordinator's own timers runs (``_deadline``)
+        self._at_deadline = False
         #: instant -> the members whose lease ended, to beat for real then, in that order
         self._beat_batches: dict[float, list[Callable[[], object]]] = {}
 
@@ -157,7 +159,7 @@ class RebalancePhases:
         self._cancel_sync_timer(group)
         group.sync_timer = self.clock.call_later(
             group.rebalance_timeout_ms() / 1000.0,
-            lambda: self._expire_pending_sync(group, generation),
+            self._deadline(lambda: self._expire_pending_sync(group, generation)),
         )
 
     def _expire_pending_sync(self, group: Group, generation: int) -> None:
@@ -246,12 +248,25 @@ class RebalancePhases:
         goes where its last beat would have left it, and it sends its next beat for real."""
         self._resume_session(group, lease)
         now = self.clock.time()
-        at = lease.next_beat(now)
+        at = lease.next_beat(now, heard_now=self._at_deadline)
         batch = self._beat_batches.get(at)
         if batch is None:  # members woken together share one timer, and beat in wake order
             batch = self._beat_batches[at] = []
             self.clock.call_later(at - now, functools.partial(self._send_beats, at))
         batch.append(lease.wake)
+
+    def _deadline(self, action: Callable[[], Any]) -> Callable[[], None]:
+        """A coordinator timer's callback. Same-instant rule (``simulator.shim.leases``): what
+        the coordinator's own deadlines change is heard by the beats due at that instant."""
+
+        def run() -> None:
+            self._at_deadline = True
+            try:
+                action()
+            finally:
+                self._at_deadline = False
+
+        return run
 
     def _send_beats(self, at: float) -> None:
         for wake in self._beat_batches.pop(at):
@@ -270,7 +285,7 @@ class RebalancePhases:
         if old is not None:
             old.cancel()
         timers[member_id] = self.clock.call_later(
-            delay_s, lambda: self._expire_heartbeat(group, member_id)
+            delay_s, self._deadline(lambda: self._expire_heartbeat(group, member_id))
         )
 
     def _cancel_heartbeat(self, group: Group, member_id: str) -> None:
@@ -305,7 +320,7 @@ class RebalancePhases:
     # -- timers and answers ---------------------------------------------------------------
     def _schedule_join_timer(self, group: Group, delay_ms: int, action: Callable[[], Any]) -> None:
         self._cancel_join_timer(group)
-        group.join_timer = self.clock.call_later(delay_ms / 1000.0, action)
+        group.join_timer = self.clock.call_later(delay_ms / 1000.0, self._deadline(action))
 
     def _cancel_join_timer(self, group: Group) -> None:
         if group.join_timer is not None:

@@ -52,7 +52,7 @@ def test_a_lease_session_deadline_runs_from_the_last_beat_or_from_where_it_stood
 class _Group:
     """Three round-robin members of group ``g`` on one virtual clock; timers counted."""
 
-    def __init__(self, clock: VirtualClock) -> None:
+    def __init__(self, clock: VirtualClock, session_ms: int = SESSION_MS) -> None:
         self.clock = clock
         self.coordinator = GroupCoordinator(
             clock, CoordinatorConfig(initial_rebalance_delay_ms=0), Journal(max_events=None)
@@ -69,7 +69,7 @@ class _Group:
         self.members = [
             ShimMember(self.coordinator, group_id="g", assignors=[RoundRobinPartitionAssignor],
                        topics=["orders"], cluster=CLUSTER, client_id=f"c{i}",
-                       session_timeout_ms=SESSION_MS, heartbeat_interval_ms=3000)
+                       session_timeout_ms=session_ms, heartbeat_interval_ms=3000)
             for i in range(3)
         ]
 
@@ -78,14 +78,14 @@ class _Group:
                 if (member is None or e.member == member) and e.time > after]
 
 
-def _play(story: Any) -> _Group:
+def _play(story: Any, session_ms: int = SESSION_MS) -> _Group:
     async def main(group: _Group) -> None:
         for member in group.members:
             member.start()
         await story(group)
 
     with VirtualClock(5) as clock:
-        group = _Group(clock)
+        group = _Group(clock, session_ms)
         clock.run(main(group))
         return group
 
@@ -188,3 +188,18 @@ def test_an_impostor_s_heartbeat_for_a_leased_member_does_not_expire_it() -> Non
         assert all(m.stable for m in group.members)
 
     _play(story)
+
+
+def test_a_session_expiring_on_a_beat_s_instant_is_heard_by_that_beat() -> None:
+    async def story(group: _Group) -> None:
+        await settle(group.members)
+        stable_at = group.clock.time()
+        await group.clock.sleep(10.0)  # beats at +3, +6, +9 went out
+        await group.members[2].crash()  # expires at +9 + 12 = +21, the survivors' 7th beat
+        await group.clock.sleep(15.0)
+        await settle(group.members[:2])
+        follower = group.members[1].member_id
+        assert group.times("session-expired") == [stable_at + 21.0]
+        assert group.times("join-request", follower, stable_at) == [stable_at + 21.0]
+
+    _play(story, session_ms=12_000)
