@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 
 from simulator.shim import (
@@ -103,61 +104,39 @@ def test_a_stable_group_makes_no_event_per_heartbeat() -> None:
     _play(story)
 
 
-def test_a_rebalance_is_heard_at_each_member_s_next_beat() -> None:
+@pytest.mark.parametrize(("asked_after", "heard_after"), [
+    (4.0, 2 * INTERVAL_S),  # between the first beat and the second: heard at the second
+    (2 * INTERVAL_S, 3 * INTERVAL_S),  # on the second beat's instant: that beat came first
+])
+def test_a_rebalance_is_heard_at_each_member_s_next_beat(
+    asked_after: float, heard_after: float
+) -> None:
     async def story(group: _Group) -> None:
         await settle(group.members)
         stable_at = group.clock.time()
-        await group.clock.sleep(4.0)  # between the first beat (3 s) and the second (6 s)
-        leader, follower = group.members[0], group.members[1]
-        leader.request_rejoin()
-        await group.clock.sleep(0.5)
-        assert group.times("join-request", follower.member_id, stable_at) == []
-        await settle(group.members)
-        rejoined = group.times("join-request", follower.member_id, stable_at)
-        assert rejoined == [stable_at + 2 * INTERVAL_S], (stable_at, rejoined)
-
-    _play(story)
-
-
-def test_a_rebalance_starting_on_a_beat_s_instant_is_heard_one_interval_later() -> None:
-    async def story(group: _Group) -> None:
-        await settle(group.members)
-        stable_at = group.clock.time()
-        await group.clock.sleep(2 * INTERVAL_S)  # exactly the second beat's instant
-        group.members[0].request_rejoin()
-        await settle(group.members)
+        await group.clock.sleep(asked_after)
+        group.members[0].request_rejoin()  # the leader
         follower = group.members[1].member_id
-        assert group.times("join-request", follower, stable_at) == [stable_at + 3 * INTERVAL_S]
+        await group.clock.sleep(0.5)
+        assert group.times("join-request", follower, stable_at) == []
+        await settle(group.members)
+        assert group.times("join-request", follower, stable_at) == [stable_at + heard_after]
 
     _play(story)
 
 
-def test_a_crashed_member_expires_one_session_after_its_last_beat() -> None:
-    async def story(group: _Group) -> None:
+@pytest.mark.parametrize("crash_after", [10.0, 3 * INTERVAL_S])  # on the third beat's instant:
+def test_a_crashed_member_expires_one_session_after_its_last_beat(crash_after: float) -> None:
+    async def story(group: _Group) -> None:  # that beat went out before the crash
         await settle(group.members)
         stable_at = group.clock.time()
         victim = group.members[2]
         victim_id = victim.member_id
-        await group.clock.sleep(10.0)  # beats at +3, +6, +9 went out
+        await group.clock.sleep(crash_after)  # beats at +3, +6, +9 went out
         await victim.crash()
         await group.clock.sleep(30.0)
         expired = group.times("session-expired", victim_id)
         assert expired == [stable_at + 3 * INTERVAL_S + SESSION_MS / 1000.0], (stable_at, expired)
-
-    _play(story)
-
-
-def test_a_member_crashing_on_a_beat_s_instant_sent_that_beat() -> None:
-    async def story(group: _Group) -> None:
-        await settle(group.members)
-        stable_at = group.clock.time()
-        victim = group.members[2]
-        victim_id = victim.member_id
-        await group.clock.sleep(3 * INTERVAL_S)
-        await victim.crash()
-        await group.clock.sleep(30.0)
-        expired = group.times("session-expired", victim_id)
-        assert expired == [stable_at + 3 * INTERVAL_S + SESSION_MS / 1000.0]
 
     _play(story)
 
