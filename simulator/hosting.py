@@ -262,7 +262,7 @@ async def crash_all(members: Iterable[ShimMember]) -> None:
         if all(stop.done() for _, stop in stopping):
             break
         await asyncio.sleep(0)
-        for member, stop in stopping:
+        for member, _ in stopping:
             loop_task = getattr(member, "_task", None)
             if loop_task is not None and not loop_task.done():
                 loop_task.cancel()

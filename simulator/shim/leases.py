@@ -68,9 +68,10 @@ class Lease:
         return self.base + (self.beats_before(now, including_now=not heard_now) + 1) \
             * self.interval_s
 
-    def session_deadline(self, now: float) -> float | None:
-        """Where the member's session timer stands at ``now``: its last beat + session."""
-        sent = self.beats_before(now)
+    def session_deadline(self, now: float, *, including_now: bool = True) -> float | None:
+        """Where the member's session timer stands at ``now``: its last beat + session (a beat
+        due at ``now`` counted as in :meth:`beats_before`)."""
+        sent = self.beats_before(now, including_now=including_now)
         deadline = (self.base + sent * self.interval_s + self.session_s if sent
                     else self.fallback_deadline)
         if self.latest_deadline is not None and (deadline is None

@@ -246,9 +246,10 @@ class RebalancePhases:
     def _lease_ended(self, group: Group, lease: Lease) -> None:
         """A member's standing heartbeats end (``simulator.shim.leases``): its session timer
         goes where its last beat would have left it, and it sends its next beat for real."""
-        self._resume_session(group, lease)
+        heard_now = self._at_deadline  # the beat due now, if any, is still to be sent
+        self._resume_session(group, lease, including_now=not heard_now)
         now = self.clock.time()
-        at = lease.next_beat(now, heard_now=self._at_deadline)
+        at = lease.next_beat(now, heard_now=heard_now)
         batch = self._beat_batches.get(at)
         if batch is None:  # members woken together share one timer, and beat in wake order
             batch = self._beat_batches[at] = []
@@ -272,10 +273,10 @@ class RebalancePhases:
         for wake in self._beat_batches.pop(at):
             wake()
 
-    def _resume_session(self, group: Group, lease: Lease) -> None:
+    def _resume_session(self, group: Group, lease: Lease, *, including_now: bool = True) -> None:
         """The session timer the lease's beats would have left: last beat + session."""
         now = self.clock.time()
-        deadline = lease.session_deadline(now)
+        deadline = lease.session_deadline(now, including_now=including_now)
         if deadline is not None and lease.member_id in group.members:
             self._set_session_timer(group, lease.member_id, deadline - now)
 
