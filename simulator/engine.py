@@ -380,11 +380,11 @@ class Replay:
     def _live_members(self) -> list[ShimMember]:
         return [m for sim in self.sims.values() if sim.up for m in sim.members if m.running]
 
-    def settled(self) -> bool:
+    def settled(self, live: list[ShimMember] | None = None) -> bool:
         """No rebalance pending or scheduled, and every owned task processed by a caught-up
-        owner (a task the assignment leaves unowned is a violation, not a wait)."""
+        owner (an unowned task is a violation, not a wait); ``live``: the running members."""
         group = self.topology.application_id
-        live = self._live_members()
+        live = self._live_members() if live is None else live
         if not live or self._pending:
             return False
         coordinator = self.coordinator
@@ -421,7 +421,8 @@ class Replay:
         converged = False
         for _ in range(int(bound.settle_s / 0.001) + 10):  # every turn waits or ends the loop
             self.advance()
-            if self.settled():
+            live = self._live_members()
+            if self.settled(live):
                 converged = True
                 break
             if self.generations() >= bound.max_rebalances:
@@ -434,7 +435,7 @@ class Replay:
                 break
             soon = self.state.next_change_in()
             wait = max(0.001, min(_POLL_S, remaining, soon if soon is not None else _POLL_S))
-            changes = [*self._watch.arm(self._live_members(), clock.create_future), *self._pending]
+            changes = [*self._watch.arm(live, clock.create_future), *self._pending]
             if changes:  # wake up at a member's next change, or when a delayed event ran
                 await asyncio.wait(changes, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
             else:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from protocol.ids import TaskId, TopicPartition
@@ -41,6 +41,9 @@ class Ownership:
     threads: Mapping[MemberId, Thread]
     #: tasks whose partitions are spread over several members (partition-level assignors)
     split: frozenset[TaskId] = frozenset()
+    #: the views below, each computed once: a generation's decision reading, its history row
+    #: and its invariants each asked for them, a sort of every task each time. Shared: read only.
+    _views: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def thread(self, member: MemberId) -> Thread:
         return self.threads.get(member, (f"?{member}", 0))
@@ -49,20 +52,34 @@ class Ownership:
         return self.thread(member)[0]
 
     def active_owners(self) -> dict[TaskId, list[MemberId]]:
-        """Task -> its active members, in thread order (then member id)."""
-        owners: dict[TaskId, list[MemberId]] = {}
-        for member in sorted(self.active, key=lambda m: (self.thread(m), m)):
-            for task in sorted(self.active[member]):
-                owners.setdefault(task, []).append(member)
+        """Task -> its active members, in thread order (then member id). Shared: read only."""
+        owners: dict[TaskId, list[MemberId]] | None = self._views.get("owners")
+        if owners is None:
+            owners = self._views["owners"] = {}
+            for member in sorted(self.active, key=lambda m: (self.thread(m), m)):
+                for task in sorted(self.active[member]):
+                    owners.setdefault(task, []).append(member)
         return owners
 
     def active_process(self) -> dict[TaskId, str]:
-        """Task -> the process that runs it (the first, if a violation put it on two)."""
-        return {task: self.process(members[0]) for task, members in self.active_owners().items()}
+        """Task -> the process that runs it (the first, if a violation put it on two).
+        Shared: read only."""
+        processes: dict[TaskId, str] | None = self._views.get("processes")
+        if processes is None:
+            processes = self._views["processes"] = {
+                task: self.process(members[0]) for task, members in self.active_owners().items()
+            }
+        return processes
 
     def standby_pairs(self) -> set[tuple[TaskId, str]]:
-        return {(task, self.process(member))
-                for member, tasks in self.standby.items() for task in tasks}
+        """(task, process) of every standby. Shared: read only."""
+        pairs: set[tuple[TaskId, str]] | None = self._views.get("pairs")
+        if pairs is None:
+            pairs = self._views["pairs"] = {
+                (task, self.process(member))
+                for member, tasks in self.standby.items() for task in tasks
+            }
+        return pairs
 
 
 def held_tasks(
@@ -150,22 +167,25 @@ def check_invariants(
     def add(kind: str, detail: str) -> None:
         found.append(Violation(kind, generation, round(time_s, 6), detail, replay))
 
+    # Each check finds its cases first and sorts only those (for the messages' order).
     owners = ownership.active_owners()
-    for task, members in sorted(owners.items()):
-        if len(members) > 1:
-            add("active_twice", f"task {task} is active on "
-                                f"{_threads(ownership.thread(m) for m in members)}")
+    for task in sorted(task for task, members in owners.items() if len(members) > 1):
+        add("active_twice", f"task {task} is active on "
+                            f"{_threads(ownership.thread(m) for m in owners[task])}")
     unowned = sorted(task for task in tasks if task not in owners)
     if unowned:
         add("unowned", f"{len(unowned)} task(s) have no active owner: {_tasks(unowned)}")
     processes = ownership.active_process()
-    for task, process in sorted(ownership.standby_pairs()):
-        if processes.get(task) == process:
-            add("standby_on_active_process", f"task {task} has its standby on {process}, which "
-                                             "runs it as active")
+    for task, process in sorted(pair for pair in ownership.standby_pairs()
+                                if processes.get(pair[0]) == pair[1]):
+        add("standby_on_active_process", f"task {task} has its standby on {process}, which "
+                                         "runs it as active")
     if ownership.split:
         add("copartition_split", f"{len(ownership.split)} task(s) have their partitions on "
                                  f"several members: {_tasks(sorted(ownership.split))}")
+    held = ownership.partitions.values()
+    if sum(map(len, held)) == len(frozenset().union(*held)):
+        return found  # no partition on two members
     seen: dict[TopicPartition, Thread] = {}
     for member in sorted(ownership.partitions, key=lambda m: (ownership.thread(m), m)):
         thread = ownership.thread(member)

@@ -18,10 +18,13 @@ mean.
 from __future__ import annotations
 
 import asyncio
+import functools
 import uuid
+from collections.abc import Callable
 
 from simulator.shim.errors import ErrorCode
 from simulator.shim.group import NONE, CoordinatorConfig, Group, GroupState, Member
+from simulator.shim.leases import Lease
 from simulator.shim.phases import RebalancePhases
 from simulator.shim.requests import (
     UNKNOWN_MEMBER_ID,
@@ -97,6 +100,7 @@ class GroupCoordinator(RebalancePhases):
                     self._answer_join(future, group_id, ErrorCode.UNKNOWN_MEMBER_ID, member_id)
                     return future
                 group = self._groups[group_id] = Group(group_id)
+                group.lease_ended = functools.partial(self._lease_ended, group)
             if not self._accepts(group, member_id):
                 group.remove(member_id)
                 self._answer_join(future, group_id, ErrorCode.GROUP_MAX_SIZE_REACHED, "")
@@ -334,6 +338,38 @@ class GroupCoordinator(RebalancePhases):
         if state is GroupState.PREPARING_REBALANCE:
             return self._answer_heartbeat(request, ErrorCode.REBALANCE_IN_PROGRESS)
         return HeartbeatResponse(NONE)
+
+    def stand(self, request: HeartbeatRequest, interval_s: float,
+              wake: Callable[[], object]) -> bool:
+        """Leave a standing order of heartbeats (``simulator.shim.leases``), the first one
+        ``interval_s`` from now and every ``interval_s`` after, each as ``request``; False (and
+        nothing changes) unless every one of them would now be answered NONE in a Stable group.
+        When they stop being so, ``wake()`` is called at the next beat's instant: the member
+        sends that beat for real."""
+        group = self._groups.get(request.group_id)
+        if (group is None or group.state is not GroupState.STABLE
+                or request.generation_id != group.generation
+                or group.validate(request.member_id, request.group_instance_id) != NONE):
+            return False
+        member = group.members[request.member_id]
+        session_s = member.session_timeout_ms / 1000.0
+        if interval_s <= 0 or interval_s >= session_s:
+            return False  # beats that would not keep the session alive stay real
+        timer = group.heartbeat_timers.pop(request.member_id, None)
+        if timer is not None:
+            timer.cancel()
+        group.leases[request.member_id] = Lease(
+            request.member_id, self.clock.time(), interval_s, session_s, wake,
+            fallback_deadline=timer.when() if timer is not None else None,
+        )
+        return True
+
+    def sit(self, group_id: str, member_id: str) -> None:
+        """The member stops beating: its session runs from the last beat it sent."""
+        group = self._groups.get(group_id)
+        lease = group.leases.pop(member_id, None) if group is not None else None
+        if group is not None and lease is not None:
+            self._resume_session(group, lease)
 
     def _answer_heartbeat(self, request: HeartbeatRequest, error: int) -> HeartbeatResponse:
         self._log(request.group_id, "heartbeat-error", request.member_id, ErrorCode(error).name)

@@ -10,11 +10,13 @@ static replacement). What happens *when* (timers, phase transitions, answers) li
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 
 from protocol.ids import INT32_MAX
 from simulator.shim.errors import ErrorCode
+from simulator.shim.leases import Lease
 from simulator.shim.requests import JoinGroupResponse, Protocols, SyncGroupResponse
 
 NONE = ErrorCode.NONE.value
@@ -143,6 +145,10 @@ class Group:
         self.heartbeat_timers: dict[str, asyncio.TimerHandle] = {}
         self.round: Round | None = None
         self.join_polls = 0  # join-phase completions postponed because nobody had rejoined
+        #: standing heartbeats of stable members (``simulator.shim.leases``); only while Stable
+        self.leases: dict[str, Lease] = {}
+        #: what the coordinator does when a lease ends (session timer, wake the member)
+        self.lease_ended: Callable[[Lease], object] | None = None
 
     # -- membership -----------------------------------------------------------------------
     def add(self, member: Member, future: asyncio.Future[JoinGroupResponse] | None) -> None:
@@ -171,6 +177,21 @@ class Group:
             self.leader_id = next(iter(self.members), None)
         self.pending_join.pop(member_id, None)
         self.pending_sync.pop(member_id, None)
+        self.end_lease(member_id)  # its next beat hears UNKNOWN_MEMBER_ID
+
+    # -- standing heartbeats --------------------------------------------------------------
+    def end_lease(self, member_id: str) -> None:
+        """End a member's standing heartbeats: its next beat's answer is no longer NONE."""
+        lease = self.leases.pop(member_id, None)
+        if lease is not None and self.lease_ended is not None:
+            self.lease_ended(lease)
+
+    def end_leases(self) -> None:
+        """End every lease, in member order (the order their real beats are then sent)."""
+        for member_id in [m for m in self.members if m in self.leases]:
+            self.end_lease(member_id)
+        for member_id in list(self.leases):
+            self.end_lease(member_id)
 
     def update(
         self,
@@ -257,6 +278,8 @@ class Group:
         return False
 
     def transition(self, state: GroupState) -> None:
+        if self.leases and state is not GroupState.STABLE:
+            self.end_leases()  # leaving Stable: no beat is answered NONE any more
         self.previous_state = self.state
         self.state = state
 
@@ -300,6 +323,7 @@ class Group:
     def replace_static(self, instance_id: str, old_id: str, new_id: str) -> Member:
         """Give the instance a new member id, fencing whatever the old incarnation awaits."""
         old = self.members.pop(old_id)
+        self.end_lease(old_id)  # the old incarnation's next beat hears UNKNOWN_MEMBER_ID
         self.complete_join(old, JoinGroupResponse(ErrorCode.FENCED_INSTANCE_ID, member_id=old_id))
         self.complete_sync(old, SyncGroupResponse(ErrorCode.FENCED_INSTANCE_ID))
         new = Member(

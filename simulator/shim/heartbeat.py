@@ -1,15 +1,15 @@
 """A member's heartbeats: one every ``heartbeat_interval_ms`` while it is stable.
 
-Long replays send hundreds of thousands of heartbeats, and a heartbeat written as a coroutine
-(an asyncio task that sleeps) pays for a future, a task step and three coroutine frames per
-beat. Without network latency the beat itself is synchronous, so the loop here is a chain of
-plain callbacks that makes *the same event-loop operations in the same order* as the coroutine
-did: one timer per sleep, the beat one loop step after its timer fires (where the task's wake-up
-ran), a stop that completes two loop steps later, cancelling its timer one step after the
-request, as cancelling the task and awaiting it did. Same-instant timers fire in the order the
-loop's heap holds them, and that order picks which member notices a rebalance first (hence the
-join order, and the leader): any other schedule of timers would change a replay's rows.
-With latency (``latency_ms``) the beat awaits its delays, and the coroutine loop runs instead.
+Long replays send hundreds of thousands of heartbeats, and almost all of them are answered NONE
+and change nothing but the member's session deadline. Without network latency a member
+therefore beats for real only when that matters: after a beat answered NONE it leaves its next
+beats *standing* at the coordinator (``simulator.shim.leases``: beats at ``base + k x
+interval``, no event each) and is woken at the instant of the first beat whose answer is not
+NONE any more (a rebalance, a new generation, its removal); a stop tells the coordinator, which
+sets the session timer from the last beat. A beat that is sent for real is a plain callback
+(no task: a coroutine beat paid for a future, a task step and three frames), and a stop
+completes two loop steps after it is asked for, as cancelling a heartbeat task and awaiting it
+did. With latency (``latency_ms``) the beat awaits its delays, and a coroutine loop runs instead.
 """
 
 from __future__ import annotations
@@ -48,6 +48,8 @@ class Heartbeats:
         self._step: asyncio.Handle | None = None
         self._stopped: _Stopped | None = None
         self._task: asyncio.Task[None] | None = None
+        #: (group, member id) of the standing heartbeats left at the coordinator, if any
+        self._standing: tuple[str, str] | None = None
         self.running = False
 
     def start(self) -> None:
@@ -72,6 +74,7 @@ class Heartbeats:
         if not self.running:
             return
         self.running = False
+        self._sit()
         stopped = self._stopped = _Stopped(loop=self._loop)
         if self._step is None:  # asleep: the cancelled sleep wakes the task one step later
             self._step = self._loop.call_soon(self._end)
@@ -84,9 +87,31 @@ class Heartbeats:
         if not self.running:
             self._end()
         elif self._member.member_id:
-            self._sleep(self._member.heartbeat_interval_ms / 1000.0)
+            self._stand_or_sleep()
         else:
             self.running = False
+
+    def _stand_or_sleep(self) -> None:
+        """After a beat answered NONE: leave the next beats standing at the coordinator
+        (``simulator.shim.leases``) if it takes them, else sleep until the next one."""
+        member = self._member
+        interval = member.heartbeat_interval_ms / 1000.0
+        request = heartbeat_request(member)
+        if member.coordinator.stand(request, interval, self._woken):
+            self._standing = (request.group_id, request.member_id)
+        else:
+            self._sleep(interval)
+
+    def _woken(self) -> None:
+        """The standing beats ended and this is the next one's instant: send it for real."""
+        self._standing = None
+        if self.running and self._timer is None and self._step is None:
+            self._beat()
+
+    def _sit(self) -> None:
+        standing, self._standing = self._standing, None
+        if standing is not None:
+            self._member.coordinator.sit(*standing)
 
     def _sleep(self, pause: float) -> None:
         if pause > 0:
@@ -114,8 +139,10 @@ class Heartbeats:
         if not member.member_id:
             self.running = False
             return
-        self._sleep(member.heartbeat_interval_ms / 1000.0 if ok
-                    else member.retry_backoff_ms / 1000.0)
+        if ok:
+            self._stand_or_sleep()
+        else:
+            self._sleep(member.retry_backoff_ms / 1000.0)
 
     def _end(self) -> None:
         self._step = None

@@ -9,6 +9,7 @@ handling) builds on it; neither part is meant to be used alone.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from types import MappingProxyType
 from typing import Any
@@ -24,6 +25,7 @@ from simulator.shim.group import (
     Member,
     Round,
 )
+from simulator.shim.leases import Lease
 from simulator.shim.records import Journal, RebalanceRecord
 from simulator.shim.requests import JoinGroupResponse, SyncGroupResponse
 
@@ -45,6 +47,10 @@ class RebalancePhases:
         self.config = config or CoordinatorConfig()
         self.journal = journal if journal is not None else Journal()
         self._groups: dict[str, Group] = {}
+        #: True while one of the coordinator's own timers runs (``_deadline``)
+        self._at_deadline = False
+        #: instant -> the members whose lease ended, to beat for real then, in that order
+        self._beat_batches: dict[float, list[Callable[[], object]]] = {}
 
     # -- rebalancing ----------------------------------------------------------------------
     def _prepare_or_complete(self, group: Group, reason: str) -> None:
@@ -153,7 +159,7 @@ class RebalancePhases:
         self._cancel_sync_timer(group)
         group.sync_timer = self.clock.call_later(
             group.rebalance_timeout_ms() / 1000.0,
-            lambda: self._expire_pending_sync(group, generation),
+            self._deadline(lambda: self._expire_pending_sync(group, generation)),
         )
 
     def _expire_pending_sync(self, group: Group, generation: int) -> None:
@@ -231,12 +237,56 @@ class RebalancePhases:
 
 
     def _schedule_heartbeat(self, group: Group, member_id: str, timeout_ms: int) -> None:
+        lease = group.leases.get(member_id)
+        if lease is not None:  # standing heartbeats keep the session; remember the deadline
+            lease.latest_deadline = self.clock.time() + timeout_ms / 1000.0
+            return
+        self._set_session_timer(group, member_id, timeout_ms / 1000.0)
+
+    def _lease_ended(self, group: Group, lease: Lease) -> None:
+        """A member's standing heartbeats end (``simulator.shim.leases``): its session timer
+        goes where its last beat would have left it, and it sends its next beat for real."""
+        heard_now = self._at_deadline  # the beat due now, if any, is still to be sent
+        self._resume_session(group, lease, including_now=not heard_now)
+        now = self.clock.time()
+        at = lease.next_beat(now, heard_now=heard_now)
+        batch = self._beat_batches.get(at)
+        if batch is None:  # members woken together share one timer, and beat in wake order
+            batch = self._beat_batches[at] = []
+            self.clock.call_later(at - now, functools.partial(self._send_beats, at))
+        batch.append(lease.wake)
+
+    def _deadline(self, action: Callable[[], Any]) -> Callable[[], None]:
+        """A coordinator timer's callback. Same-instant rule (``simulator.shim.leases``): what
+        the coordinator's own deadlines change is heard by the beats due at that instant."""
+
+        def run() -> None:
+            self._at_deadline = True
+            try:
+                action()
+            finally:
+                self._at_deadline = False
+
+        return run
+
+    def _send_beats(self, at: float) -> None:
+        for wake in self._beat_batches.pop(at):
+            wake()
+
+    def _resume_session(self, group: Group, lease: Lease, *, including_now: bool = True) -> None:
+        """The session timer the lease's beats would have left: last beat + session."""
+        now = self.clock.time()
+        deadline = lease.session_deadline(now, including_now=including_now)
+        if deadline is not None and lease.member_id in group.members:
+            self._set_session_timer(group, lease.member_id, deadline - now)
+
+    def _set_session_timer(self, group: Group, member_id: str, delay_s: float) -> None:
         timers = group.heartbeat_timers
         old = timers.get(member_id)
         if old is not None:
             old.cancel()
         timers[member_id] = self.clock.call_later(
-            timeout_ms / 1000.0, lambda: self._expire_heartbeat(group, member_id)
+            delay_s, self._deadline(lambda: self._expire_heartbeat(group, member_id))
         )
 
     def _cancel_heartbeat(self, group: Group, member_id: str) -> None:
@@ -253,7 +303,7 @@ class RebalancePhases:
                 self._complete_join(group)
             return
         member = group.members.get(member_id)
-        if member is None or member.satisfied_heartbeat():
+        if member is None or member.satisfied_heartbeat() or member_id in group.leases:
             return
         self._log(group.group_id, "session-expired", member_id, "")
         self._remove_member(group, member, f"member {member_id} session timed out")
@@ -271,7 +321,7 @@ class RebalancePhases:
     # -- timers and answers ---------------------------------------------------------------
     def _schedule_join_timer(self, group: Group, delay_ms: int, action: Callable[[], Any]) -> None:
         self._cancel_join_timer(group)
-        group.join_timer = self.clock.call_later(delay_ms / 1000.0, action)
+        group.join_timer = self.clock.call_later(delay_ms / 1000.0, self._deadline(action))
 
     def _cancel_join_timer(self, group: Group) -> None:
         if group.join_timer is not None:
