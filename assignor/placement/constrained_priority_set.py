@@ -32,7 +32,7 @@ from typing import Any
 
 from assignor._java.hash_table import SubsetOrders, grown_table_length
 from assignor._java.priority_queue import JavaPriorityQueue
-from assignor.placement.kafka_poll import OrderWatch, heap_offer, heap_poll, only
+from assignor.placement.kafka_poll import RankQueue, heap_offer, heap_poll, only, rank
 
 _OFFER = 0
 # a removal whose changed client's old and new key bracket more sorted entries than this is
@@ -70,12 +70,12 @@ class ConstrainedPrioritySet:
         "_orders",
         "_pending",
         "_present",
+        "_ranks",
         "_seen",
         "_sorted",
         "_sorted_key",
         "_spread",
         "_touched",
-        "_watch",
     )
 
     def __init__(
@@ -87,8 +87,9 @@ class ConstrainedPrioritySet:
         self._orders = SubsetOrders(spread_hashes)
         self._touched = touched
         self._seen = len(touched)
-        self._heap = JavaPriorityQueue(keys)
-        self._watch = OrderWatch()  # what is known of ``_heap``'s order while it is the queue
+        # every client's key as an int (kafka_poll.rank), kept current from ``touched``
+        self._ranks = list(map(rank, keys))
+        self._heap = RankQueue(self._ranks)  # the real queue while ``_log`` is None
         self._present: set[int] = set()
         self._all_in_hash_order: list[int] | None = None
         # Every client's key in key order (stale only for clients in ``_dirty``), built when
@@ -141,7 +142,7 @@ class ConstrainedPrioritySet:
             self._log.append((_OFFER, client, overrides))
             self._present.add(client)
         else:
-            heap_offer(self._heap, self._present, client, self._watch)
+            self._heap.offer(client, self._present)
         if self._sorted is not None:
             self._resort(client)
         else:
@@ -167,7 +168,7 @@ class ConstrainedPrioritySet:
                 self._reset_ordered()  # Kafka popped everyone and refilled: a reset
                 return None
         self._materialize()
-        found = heap_poll(self._heap, self._present, valid, self._orders, self._watch)
+        found = self._heap.poll(self._present, valid, self._orders, candidates)
         if found is None:
             self._after_exact_reset()
         return found
@@ -190,9 +191,7 @@ class ConstrainedPrioritySet:
             self._start(None, None)  # the pops would come out sorted
             return
         else:
-            heap_poll(
-                self._heap, self._present, lambda client: False, self._orders, self._watch
-            )
+            self._heap.poll(self._present, lambda client: False, self._orders)
         self._after_exact_reset()
 
     def layout(self) -> list[int]:
@@ -210,8 +209,16 @@ class ConstrainedPrioritySet:
             fresh = touched[self._seen :]
             self._dirty.update(fresh)
             self._seen = len(touched)
-            if self._log is None:
-                self._watch.keys_changed(fresh, self._present)
+            keys = self._keys
+            if self._log is None:  # the real queue compares by the new keys from now on
+                heap = self._heap
+                present = self._present
+                for c in fresh:
+                    heap.rekey(c, rank(keys[c]), c in present)
+            else:
+                ranks = self._ranks
+                for c in fresh:
+                    ranks[c] = rank(keys[c])
 
     def _changed(self) -> list[int]:
         """Clients in the queue whose key is not the one the replay compares them by."""
@@ -415,8 +422,8 @@ class ConstrainedPrioritySet:
 
     def _materialize(self) -> None:
         if self._log is not None:
-            self._heap, self._present = self._replay()
-            self._watch.forget()
+            heap, self._present = self._replay()
+            self._heap = RankQueue(self._ranks, heap.queue)
             self._log = None
             self._ordered = False
             self._pending = None

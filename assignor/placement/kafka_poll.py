@@ -6,57 +6,242 @@ them to rebuild the array). ``poll`` pops every client lighter than the answer a
 them, which made it task movement's cost in large groups (issue 11: at 100,000 partitions over
 1,000 clients the standby movement polled 99,800 times, popping 57 clients a poll on average).
 
-Why the pops may run in C: when the queue's array is in heap order by the current keys and the
-keys are distinct, ``heapq.heappop`` moves exactly the elements ``java.util.PriorityQueue.poll``
-moves. Java's ``siftDown`` walks the path of smaller children and stops above the first child
-heavier than the moved element; ``heapq`` walks the same path (which child is smaller does not
-depend on the moved element; ties, which could send ``heapq`` right where Java goes left, do not
-occur) to a leaf and bubbles the element back up, and in an ordered heap the children on that
-path increase downwards, so it comes to rest in the same slot with the same children moved up
-as Java's. ``heappush`` is Java's ``siftUp`` (rise while strictly below the parent) in any
-array. An ordered heap stays ordered through pops and pushes, so one check per poll suffices.
-A queue out of order (loads changed under it) takes Java's steps one by one.
+:class:`RankQueue` is the real queue while the set runs Kafka's steps. Its array holds each
+queued client's key as one int (:func:`rank`) instead of the client, so ``heapq``'s C functions
+can do Java's steps, and ints compare several times faster than (load, client) tuples:
+
+- ``heapq.heappush`` is ``java.util.PriorityQueue``'s ``offer``/``siftUp`` in any array (rise
+  while strictly below the parent).
+- ``heapq.heappop`` is Java's ``poll`` when the array is in heap order and ranks are distinct:
+  Java's ``siftDown`` walks the path of smaller children and stops above the first child
+  heavier than the moved element; ``heapq`` walks the same path (which child is smaller does
+  not depend on the moved element; a tie, which could send ``heapq`` right where Java goes
+  left, cannot occur) to a leaf and bubbles the element back up, and in an ordered heap the
+  children on that path increase downwards, so it comes to rest in the same slot with the same
+  children moved up. A queue out of order (loads changed under it) pops by Java's steps.
+- Java compares by the *current* key; a queued client whose key changes gets its new rank in
+  its slot (:meth:`RankQueue.rekey`), without moving, as Java's array does not move either.
+
+Knowing the order without a pass over the array: it holds after a poll that found it, and
+survives while no step compares a client whose key changed since (``changed``): re-offering a
+changed client removes it first (the removal compares only the others) and inserts it by its
+current key, which mends it; an insert of another client is checked along its path
+(:meth:`RankQueue._push_meets`); anything else forgets it until the next poll checks.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable
-from operator import itemgetter, le
-from typing import Any
+import struct
+from collections.abc import Callable, Collection, Iterable, Iterator
+from operator import le
 
 from assignor._java.hash_table import SubsetOrders
 from assignor._java.priority_queue import JavaPriorityQueue
 
-# Below this many queued clients the check and the copies cost more than Java's steps.
-_ORDERED_FROM = 48
-_CLIENT = itemgetter(1)
+_LOW = (1 << 32) - 1  # a rank's client bits
+_CLIENT = _LOW.__and__
+_PACK = struct.Struct("<d").pack
+_UNPACK = struct.Struct("<q").unpack
 
 
-class OrderWatch:
-    """Whether a real queue is known to be in heap order by the current keys, so that a poll
-    can skip the check (a pass over the whole array).
+def rank(key: tuple[float, int]) -> int:
+    """``key`` = (load, client) as one int that orders as the tuple does. A double's bits read
+    as a signed int order non-negative doubles, and negated magnitudes order negative ones
+    (-0.0 and 0.0 both map to 0, equal as in the tuple); the client fills the low 32 bits."""
+    bits: int = _UNPACK(_PACK(key[0]))[0]
+    if bits < 0:
+        bits = -(bits & 0x7FFF_FFFF_FFFF_FFFF)
+    return (bits << 32) + key[1]
 
-    ``ordered`` holds right after a poll that found the queue ordered; ``changed`` then
-    collects the queued clients whose keys changed since. Order survives while no step
-    compares a changed client: re-offering a changed client removes it first (the removal
-    compares only the others) and inserts it by its current key, which mends it; an insert
-    of another client is checked along its path (:func:`_push_meets`); anything else forgets.
-    """
 
-    __slots__ = ("changed", "ordered")
+class RankQueue:
+    """``java.util.PriorityQueue`` of client ints compared by ``rank_of`` (see the module)."""
 
-    def __init__(self) -> None:
-        self.ordered = True  # an empty queue
-        self.changed: set[int] = set()
+    __slots__ = ("arr", "changed", "ordered", "rank_of")
 
-    def forget(self) -> None:
-        self.ordered = False
+    def __init__(self, rank_of: list[int], clients: Iterable[int] = ()) -> None:
+        """``clients``: an existing array, in slot order, taken as it is."""
+        self.rank_of = rank_of  # shared with the caller, kept current through ``rekey``
+        self.arr = list(map(rank_of.__getitem__, clients))
+        self.ordered = not self.arr  # known to be in heap order
+        self.changed: set[int] = set()  # queued clients rekeyed since order was known
+
+    @property
+    def queue(self) -> list[int]:
+        """The array of clients, as Java iterates it."""
+        return list(map(_CLIENT, self.arr))
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.queue)
+
+    def rekey(self, client: int, new: int, queued: bool) -> None:
+        old = self.rank_of[client]
+        if new == old:
+            return
+        if queued:
+            arr = self.arr
+            arr[arr.index(old)] = new
+            if self.ordered:
+                self.changed.add(client)
+        self.rank_of[client] = new
+
+    def is_heap_ordered(self) -> bool:
+        """Slot ``i``'s children are ``2i+1`` and ``2i+2``: the left children, in slot order,
+        pair with the parents in slot order, and so do the right children."""
+        arr = self.arr
+        return all(map(le, arr, arr[1::2])) and all(map(le, arr, arr[2::2]))
+
+    def refill(self, clients: Iterable[int]) -> None:
+        """``clear()``, then ``offer`` each client in turn."""
+        arr: list[int] = []
+        push = heapq.heappush
+        for r in map(self.rank_of.__getitem__, clients):
+            push(arr, r)
+        self.arr = arr
+        self.ordered = True
         self.changed.clear()
 
-    def keys_changed(self, clients: list[int], present: set[int]) -> None:
-        if self.ordered:
-            self.changed.update(c for c in clients if c in present)
+    def offer(self, client: int, present: set[int]) -> None:
+        """Kafka's ``offer``: a client already queued is removed first."""
+        if client in present:
+            if self.ordered:
+                changed = self.changed
+                changed.discard(client)
+                if changed:
+                    self.ordered = False  # the removal may compare changed clients
+            self._remove(client)
+        else:
+            present.add(client)
+        r = self.rank_of[client]
+        if self.ordered and self.changed and self._push_meets(r):
+            self.ordered = False
+        heapq.heappush(self.arr, r)
+
+    def poll(
+        self,
+        present: set[int],
+        valid: Callable[[int], bool],
+        orders: SubsetOrders,
+        candidates: Collection[int] | None = None,
+    ) -> int | None:
+        """Kafka's ``poll``: pop until a client passes, re-offer the passed-over ones from a
+        new ``HashSet``. ``candidates``, if given, holds every client that can pass: in an
+        ordered queue the pops come out lightest first, so the answer is then the lightest
+        queued candidate that passes, and the pops stop at its rank (if none passes, every
+        client pops, in rank order, and the re-offers refill an empty queue)."""
+        arr = self.arr
+        skipped: list[int] = []
+        found: int | None = None
+        if (self.ordered and not self.changed) or self.is_heap_ordered():
+            self.ordered = True
+            self.changed.clear()
+            pop = heapq.heappop
+            if candidates is not None:
+                rank_of = self.rank_of
+                best = min(
+                    (rank_of[c] for c in candidates if c in present and valid(c)), default=None
+                )
+                if best is None:
+                    skipped = list(map(_CLIENT, sorted(arr)))
+                    arr.clear()
+                else:
+                    append = skipped.append
+                    while (r := pop(arr)) != best:
+                        append(r & _LOW)
+                    found = best & _LOW
+            else:
+                while arr:
+                    client = pop(arr) & _LOW
+                    if valid(client):
+                        found = client
+                        break
+                    skipped.append(client)
+        else:
+            self.ordered = False
+            self.changed.clear()
+            while arr:
+                client = self._poll_one()
+                if valid(client):
+                    found = client
+                    break
+                skipped.append(client)
+        if found is not None:
+            present.discard(found)  # the skipped ones are popped and queued again: still there
+        if skipped:
+            push = heapq.heappush
+            rank_of = self.rank_of
+            for client in orders.order(skipped):  # none is queued: each offer is a push
+                push(arr, rank_of[client])
+        return found
+
+    # --- Java's steps where heapq's would differ ------------------------------------------------
+
+    def _push_meets(self, r: int) -> bool:
+        """Whether offering rank ``r`` compares it with a changed client: the same walk up from
+        the new last slot that the push makes."""
+        arr = self.arr
+        changed = self.changed
+        k = len(arr)
+        while k > 0:
+            parent = (k - 1) >> 1
+            above = arr[parent]
+            if above & _LOW in changed:
+                return True
+            if r >= above:
+                return False
+            k = parent
+        return False
+
+    def _poll_one(self) -> int:
+        arr = self.arr
+        result = arr[0]
+        last = arr.pop()
+        if arr:
+            self._sift_down(0, last)
+        return result & _LOW
+
+    def _remove(self, client: int) -> None:
+        """``remove(Object)``: the client's slot, then ``removeAt``."""
+        arr = self.arr
+        i = arr.index(self.rank_of[client])
+        moved = arr.pop()
+        if i == len(arr):
+            return
+        self._sift_down(i, moved)
+        if arr[i] == moved:
+            self._sift_up(i, moved)
+
+    def _sift_up(self, k: int, x: int) -> None:
+        arr = self.arr
+        while k > 0:
+            parent = (k - 1) >> 1
+            e = arr[parent]
+            if x >= e:
+                break
+            arr[k] = e
+            k = parent
+        arr[k] = x
+
+    def _sift_down(self, k: int, x: int) -> None:
+        arr = self.arr
+        n = len(arr)
+        half = n >> 1
+        while k < half:
+            child = 2 * k + 1
+            c = arr[child]
+            right = child + 1
+            if right < n and c > arr[right]:
+                child = right
+                c = arr[child]
+            if x <= c:
+                break
+            arr[k] = c
+            k = child
+        arr[k] = x
+
+
+# --- the replay's steps, on a queue of the keys a logged step saw ---------------------------------
 
 
 def only(client: int) -> Callable[[int], bool]:
@@ -64,42 +249,13 @@ def only(client: int) -> Callable[[int], bool]:
     return lambda c: c == client
 
 
-def heap_offer(
-    heap: JavaPriorityQueue, present: set[int], client: int, watch: OrderWatch | None = None
-) -> None:
+def heap_offer(heap: JavaPriorityQueue, present: set[int], client: int) -> None:
     """Kafka's ``offer``: a client already queued is removed first."""
     if client in present:
-        if watch is not None and watch.ordered:
-            changed = watch.changed
-            changed.discard(client)
-            if changed:
-                watch.ordered = False  # the removal may compare changed clients
         heap.remove(client)
     else:
         present.add(client)
-    if watch is not None and watch.ordered and watch.changed and _push_meets(
-        heap, client, watch.changed
-    ):
-        watch.ordered = False
     heap.offer(client)
-
-
-def _push_meets(heap: JavaPriorityQueue, client: int, changed: set[int]) -> bool:
-    """Whether offering ``client`` (not queued) compares it with a client in ``changed``: the
-    same walk up from the new last slot that ``offer`` makes."""
-    keys = heap.keys
-    queue = heap.queue
-    key = keys[client]
-    k = len(queue)
-    while k > 0:
-        parent = (k - 1) >> 1
-        above = queue[parent]
-        if above in changed:
-            return True
-        if key >= keys[above]:
-            return False
-        k = parent
-    return False
 
 
 def heap_poll(
@@ -107,23 +263,9 @@ def heap_poll(
     present: set[int],
     valid: Callable[[int], bool],
     orders: SubsetOrders,
-    watch: OrderWatch | None = None,
 ) -> int | None:
-    """Kafka's ``poll``: pop until a client passes, re-offer the passed-over ones from a new
-    ``HashSet``. ``heap.keys[c]`` must be ``(load, c)`` (distinct, ending in the client);
-    ``watch``, if given, follows this queue's steps (see :class:`OrderWatch`)."""
-    queue = heap.queue
-    if len(queue) >= _ORDERED_FROM:
-        ranked: list[Any] = list(map(heap.keys.__getitem__, queue))
-        if (watch is not None and watch.ordered and not watch.changed) or (
-            all(map(le, ranked, ranked[1::2])) and all(map(le, ranked, ranked[2::2]))
-        ):
-            if watch is not None:
-                watch.ordered = True
-                watch.changed.clear()
-            return _ordered_poll(heap, ranked, present, valid, orders)
-    if watch is not None:
-        watch.forget()
+    """Kafka's ``poll``, every step: pop until a client passes, re-offer the passed-over ones
+    from a new ``HashSet``."""
     skipped: list[int] = []
     found: int | None = None
     while heap.queue:
@@ -136,34 +278,4 @@ def heap_poll(
         skipped.append(client)
     for client in orders.order(skipped):
         heap_offer(heap, present, client)
-    return found
-
-
-def _ordered_poll(
-    heap: JavaPriorityQueue,
-    ranked: list[Any],
-    present: set[int],
-    valid: Callable[[int], bool],
-    orders: SubsetOrders,
-) -> int | None:
-    """:func:`heap_poll` on a queue in heap order, ``ranked`` its keys in array order: the
-    same pops and offers with ``heapq`` on the keys (see the module's docstring), then the
-    array of clients read back from the keys."""
-    pop = heapq.heappop
-    skipped: list[int] = []
-    found: int | None = None
-    while ranked:
-        client: int = pop(ranked)[1]
-        if valid(client):
-            found = client
-            break
-        skipped.append(client)
-    if found is not None:
-        present.discard(found)  # the skipped ones are popped and queued again: still present
-    if skipped:
-        keys = heap.keys
-        push = heapq.heappush
-        for client in orders.order(skipped):  # none is queued: each offer is a push
-            push(ranked, keys[client])
-    heap.queue = list(map(_CLIENT, ranked))
     return found
