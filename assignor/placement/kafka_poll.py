@@ -104,19 +104,25 @@ class RankQueue:
 
     def offer(self, client: int, present: set[int]) -> None:
         """Kafka's ``offer``: a client already queued is removed first."""
-        if client in present:
-            if self.ordered:
-                changed = self.changed
-                changed.discard(client)
-                if changed:
-                    self.ordered = False  # the removal may compare changed clients
-            self._remove(client)
-        else:
-            present.add(client)
+        self.remove(client, present)
+        present.add(client)
         r = self.rank_of[client]
         if self.ordered and self.changed and self._push_meets(r):
             self.ordered = False
         heapq.heappush(self.arr, r)
+
+    def remove(self, client: int, present: set[int]) -> bool:
+        """``remove(Object)``: whether the client was queued."""
+        if client not in present:
+            return False
+        if self.ordered:
+            changed = self.changed
+            changed.discard(client)
+            if changed:
+                self.ordered = False  # the removal may compare changed clients
+        self._remove(client)
+        present.discard(client)
+        return True
 
     def poll(
         self,
