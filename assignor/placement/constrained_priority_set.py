@@ -87,7 +87,8 @@ class ConstrainedPrioritySet:
         self._orders = SubsetOrders(spread_hashes)
         self._touched = touched
         self._seen = len(touched)
-        # every client's key as an int (kafka_poll.rank), kept current from ``touched``
+        # every client's key as an int (kafka_poll.rank), kept current from ``touched`` while
+        # the set runs Kafka's steps, rebuilt when it stops being lazy
         self._ranks = list(map(rank, keys))
         self._heap = RankQueue(self._ranks)  # the real queue while ``_log`` is None
         self._present: set[int] = set()
@@ -209,16 +210,12 @@ class ConstrainedPrioritySet:
             fresh = touched[self._seen :]
             self._dirty.update(fresh)
             self._seen = len(touched)
-            keys = self._keys
             if self._log is None:  # the real queue compares by the new keys from now on
+                keys = self._keys
                 heap = self._heap
                 present = self._present
                 for c in fresh:
                     heap.rekey(c, rank(keys[c]), c in present)
-            else:
-                ranks = self._ranks
-                for c in fresh:
-                    ranks[c] = rank(keys[c])
 
     def _changed(self) -> list[int]:
         """Clients in the queue whose key is not the one the replay compares them by."""
@@ -423,6 +420,7 @@ class ConstrainedPrioritySet:
     def _materialize(self) -> None:
         if self._log is not None:
             heap, self._present = self._replay()
+            self._ranks = list(map(rank, self._keys))  # not kept while lazy
             self._heap = RankQueue(self._ranks, heap.queue)
             self._log = None
             self._ordered = False
