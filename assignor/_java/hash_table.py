@@ -23,6 +23,7 @@ from __future__ import annotations
 import struct
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from operator import eq
 from typing import Any, Final, Generic, TypeVar
 
 from assignor._java.hash_codes import spread
@@ -168,8 +169,11 @@ class SubsetOrders:
             while True:
                 held = elements if length >= final else elements[: int(length * 0.75) + 1]
                 if len(held) > TREEIFY_THRESHOLD and not self._family_roomy(length):
-                    crowd = Counter(map(self._of_length(length).__getitem__, held))
-                    if max(crowd.values()) > TREEIFY_THRESHOLD:
+                    # a bucket holds more than TREEIFY_THRESHOLD keys iff, sorted, some bucket
+                    # number equals the one TREEIFY_THRESHOLD places on (cheaper than a Counter
+                    # for the few dozen keys of a poll's passed-over clients)
+                    crowd = sorted(map(self._of_length(length).__getitem__, held))
+                    if any(map(eq, crowd, crowd[TREEIFY_THRESHOLD:])):
                         spread_hashes = self._spread
                         positions = hash_set_order([spread_hashes[e] for e in elements], elements)
                         return [elements[i] for i in positions]

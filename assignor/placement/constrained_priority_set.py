@@ -32,6 +32,7 @@ from typing import Any
 
 from assignor._java.hash_table import SubsetOrders, grown_table_length
 from assignor._java.priority_queue import JavaPriorityQueue
+from assignor.placement.kafka_poll import RankQueue, heap_offer, heap_poll, only, rank
 
 _OFFER = 0
 # a removal whose changed client's old and new key bracket more sorted entries than this is
@@ -69,6 +70,7 @@ class ConstrainedPrioritySet:
         "_orders",
         "_pending",
         "_present",
+        "_ranks",
         "_seen",
         "_sorted",
         "_sorted_key",
@@ -85,7 +87,10 @@ class ConstrainedPrioritySet:
         self._orders = SubsetOrders(spread_hashes)
         self._touched = touched
         self._seen = len(touched)
-        self._heap = JavaPriorityQueue(keys)
+        # every client's key as an int (kafka_poll.rank), kept current from ``touched`` while
+        # the set runs Kafka's steps, rebuilt when it stops being lazy
+        self._ranks = list(map(rank, keys))
+        self._heap = RankQueue(self._ranks)  # the real queue while ``_log`` is None
         self._present: set[int] = set()
         self._all_in_hash_order: list[int] | None = None
         # Every client's key in key order (stale only for clients in ``_dirty``), built when
@@ -112,10 +117,7 @@ class ConstrainedPrioritySet:
     # --- Kafka's operations --------------------------------------------------------------------
 
     def offer(self, client: int) -> None:
-        touched = self._touched
-        if len(touched) > self._seen:
-            self._dirty.update(touched[self._seen :])
-            self._seen = len(touched)
+        self._drain()
         keys = self._keys
         if self._log is not None:
             overrides: tuple[tuple[int, Any], ...] = ((client, keys[client]),)
@@ -141,7 +143,7 @@ class ConstrainedPrioritySet:
             self._log.append((_OFFER, client, overrides))
             self._present.add(client)
         else:
-            _heap_offer(self._heap, self._present, client)
+            self._heap.offer(client, self._present)
         if self._sorted is not None:
             self._resort(client)
         else:
@@ -167,7 +169,7 @@ class ConstrainedPrioritySet:
                 self._reset_ordered()  # Kafka popped everyone and refilled: a reset
                 return None
         self._materialize()
-        found = _heap_poll(self._heap, self._present, valid, self._orders)
+        found = self._heap.poll(self._present, valid, self._orders, candidates)
         if found is None:
             self._after_exact_reset()
         return found
@@ -190,7 +192,7 @@ class ConstrainedPrioritySet:
             self._start(None, None)  # the pops would come out sorted
             return
         else:
-            _heap_poll(self._heap, self._present, lambda client: False, self._orders)
+            self._heap.poll(self._present, lambda client: False, self._orders)
         self._after_exact_reset()
 
     def layout(self) -> list[int]:
@@ -205,8 +207,15 @@ class ConstrainedPrioritySet:
     def _drain(self) -> None:
         touched = self._touched
         if len(touched) > self._seen:
-            self._dirty.update(touched[self._seen :])
+            fresh = touched[self._seen :]
+            self._dirty.update(fresh)
             self._seen = len(touched)
+            if self._log is None:  # the real queue compares by the new keys from now on
+                keys = self._keys
+                heap = self._heap
+                present = self._present
+                for c in fresh:
+                    heap.rekey(c, rank(keys[c]), c in present)
 
     def _changed(self) -> list[int]:
         """Clients in the queue whose key is not the one the replay compares them by."""
@@ -410,7 +419,9 @@ class ConstrainedPrioritySet:
 
     def _materialize(self) -> None:
         if self._log is not None:
-            self._heap, self._present = self._replay()
+            heap, self._present = self._replay()
+            self._ranks = list(map(rank, self._keys))  # not kept while lazy
+            self._heap = RankQueue(self._ranks, heap.queue)
             self._log = None
             self._ordered = False
             self._pending = None
@@ -435,9 +446,9 @@ class ConstrainedPrioritySet:
             for c, key in overrides:
                 keys[c] = key
             if kind == _OFFER:
-                _heap_offer(heap, present, client)
+                heap_offer(heap, present, client)
             else:
-                found = _heap_poll(heap, present, _only(client), self._orders)
+                found = heap_poll(heap, present, only(client), self._orders)
                 assert found == client, "a logged poll replayed differently"
         heap.keys = self._keys
         return heap, present
@@ -462,39 +473,3 @@ class ConstrainedPrioritySet:
                     range(len(spread_hashes)), key=lambda c: spread_hashes[c] & mask
                 )
         return self._all_in_hash_order or None
-
-
-def _only(client: int) -> Callable[[int], bool]:
-    return lambda c: c == client
-
-
-def _heap_offer(heap: JavaPriorityQueue, present: set[int], client: int) -> None:
-    """Kafka's ``offer``: a client already queued is removed first."""
-    if client in present:
-        heap.remove(client)
-    else:
-        present.add(client)
-    heap.offer(client)
-
-
-def _heap_poll(
-    heap: JavaPriorityQueue,
-    present: set[int],
-    valid: Callable[[int], bool],
-    orders: SubsetOrders,
-) -> int | None:
-    """Kafka's ``poll``, every step: pop until a client passes, re-offer the passed-over ones
-    from a new ``HashSet``."""
-    skipped: list[int] = []
-    found: int | None = None
-    while heap.queue:
-        client = heap.poll()
-        assert client is not None
-        present.discard(client)
-        if valid(client):
-            found = client
-            break
-        skipped.append(client)
-    for client in orders.order(skipped):
-        _heap_offer(heap, present, client)
-    return found

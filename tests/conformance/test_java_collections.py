@@ -36,8 +36,9 @@ from assignor._java.hash_codes import (
     string_hash,
     task_id_hash,
 )
-from assignor._java.hash_table import MIN_TREEIFY_CAPACITY, JavaHashSet
+from assignor._java.hash_table import MIN_TREEIFY_CAPACITY, JavaHashSet, SubsetOrders
 from assignor._java.priority_queue import JavaPriorityQueue
+from assignor.placement.kafka_poll import RankQueue, rank
 from protocol.ids import ProcessId, TaskId, java_string_key
 from tests.conformance.test_threads import _tasks as thread_tasks
 from tests.support.jvm import HarnessError, JavaHarness
@@ -271,16 +272,57 @@ class _HeapRun:
         return list(heap)
 
 
+class _RankRun:
+    """Task movement's real queue (``RankQueue``: ranks, ``heapq``, in-place rekeys) on one
+    heap case with distinct keys (it serves only (load, client) keys), op by op."""
+
+    def __init__(self, case: dict[str, Any]) -> None:
+        self.ranks = [rank((p, e)) for e, p in enumerate(case["prio"])]
+        self.present: set[int] = set()
+        self.heap = RankQueue(self.ranks)
+        self.orders = SubsetOrders([0] * len(self.ranks))  # nothing is ever passed over
+        for e in case["init"]:
+            self.heap.offer(e, self.present)
+
+    def apply(self, op: list[Any]) -> Any:
+        heap = self.heap
+        name = op[0]
+        if name == "offer":
+            heap.offer(op[1], self.present)
+            return None
+        if name == "poll":
+            return heap.poll(self.present, lambda e: True, self.orders)
+        if name == "remove":
+            return heap.remove(op[1], self.present)
+        if name == "contains":
+            return op[1] in self.present
+        if name == "set":
+            heap.rekey(op[1], rank((op[2], op[1])), op[1] in self.present)
+            return None
+        return list(heap)
+
+
+def distinct_heap_case(seed: int) -> dict[str, Any]:
+    return heap_case(seed, distinct=True)
+
+
+def rank_heap(case: dict[str, Any]) -> dict[str, Any]:
+    run = _RankRun(case)
+    results = [run.apply(op) for op in case["ops"]]
+    return {"results": results, "final": list(run.heap)}
+
+
 def python_heap(case: dict[str, Any], indexed: bool) -> dict[str, Any]:
     run = _HeapRun(case, indexed)
     results = [run.apply(op) for op in case["ops"]]
     return {"results": results, "final": list(run.heap)}
 
 
-def heap_case(seed: int) -> dict[str, Any]:
+def heap_case(seed: int, distinct: bool = False) -> dict[str, Any]:
     """Random ops; offers only of elements not in the queue (the emulation keeps elements
     distinct, as its users do), which is tracked by running the emulation alongside: a wrong
-    membership would show up as a difference from Java anyway."""
+    membership would show up as a difference from Java anyway. ``distinct``: keys (priority,
+    element) and the initial elements offered one by one."""
     rng = random.Random(seed)
     n = rng.randint(1, 70)
     levels = rng.choice([2, 5, 1000])  # few levels: many ties
@@ -293,6 +335,9 @@ def heap_case(seed: int) -> dict[str, Any]:
         "heapify": rng.random() < 0.5,
         "ops": [],
     }
+    if distinct:
+        case["tiebreak"] = True
+        case["heapify"] = False
     run = _HeapRun(case, indexed=False)
     ops: list[list[Any]] = case["ops"]
     for _ in range(rng.randint(0, 150)):
@@ -448,6 +493,17 @@ def test_priority_queues_equal_the_jdk(
             f"{len(bad)} of {len(seeds)} priority queues (indexed={indexed}) differ from the JDK "
             f"(rerun one with COLLECTIONS_SEED=<seed>):\n" + "\n".join(bad[:10])
         )
+
+
+def test_rank_queue_equals_the_jdk(java_harness: JavaHarness, conformance_scenarios: int) -> None:
+    """Task movement's real queue: ``heapq`` on int ranks, popping in C while the array is
+    known to be in heap order and by Java's steps otherwise, keys changed in place."""
+    seeds = _seeds(conformance_scenarios)
+    bad = _run(java_harness, seeds, distinct_heap_case, rank_heap)
+    assert not bad, (
+        f"{len(bad)} of {len(seeds)} rank queues differ from the JDK "
+        f"(rerun one with COLLECTIONS_SEED=<seed>):\n" + "\n".join(bad[:10])
+    )
 
 
 def test_hash_set_then_priority_queue_orders(java_harness: JavaHarness) -> None:

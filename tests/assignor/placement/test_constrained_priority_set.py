@@ -15,12 +15,14 @@ import random
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from assignor._java.hash_table import hash_set_order
 from assignor._java.priority_queue import JavaPriorityQueue
 from assignor.placement.constrained_priority_set import ConstrainedPrioritySet
+from assignor.placement.kafka_poll import RankQueue, rank
 
 
 class _Kafka:
@@ -296,3 +298,68 @@ def test_a_poll_of_a_disordered_queue_answers_as_kafka_not_by_the_minimum() -> N
         not_the_minimum += answer != min(caught, key=keys.__getitem__)
         assert lazy.layout() == list(kafka.heap)
     assert not_the_minimum > 0
+
+
+def test_large_queues_polled_in_c_equal_kafka(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Queues of 48 clients and more, the standby movement's steady pattern (a poll that finds
+    a client, the found client takes a task, a queued one gives one away, both re-offered)
+    mixed with loads changing under the queue, plain offers and resets: the real queue's
+    polls with ``heapq`` on an ordered array (and without the order check while no queued key
+    changed) answer and lay out the array as Kafka's steps do, and both cases they are for
+    occur (order known without a check, and a queue out of order popped by Java's steps)."""
+    seen = {"known": 0, "disordered": 0}
+    real_poll = RankQueue.poll
+
+    def counted(self: RankQueue, *args: Any, **kwargs: Any) -> int | None:
+        seen["known"] += self.ordered and not self.changed
+        seen["disordered"] += not self.is_heap_ordered()
+        return real_poll(self, *args, **kwargs)
+
+    monkeypatch.setattr(RankQueue, "poll", counted)
+    for seed in range(12):
+        rng = random.Random(seed)
+        n = rng.choice([48, 60, 100, 257])
+        keys: list[Any] = [(float(100 + rng.randrange(3)), c) for c in range(n)]
+        spread_hashes = _hashes(n, ["distinct", "crowded", "random"][seed % 3], rng)
+        lazy, kafka, touched = _queued(keys, spread_hashes, rng.sample(range(n), n))
+        for _ in range(300):
+            roll = rng.random()
+            if roll < 0.05:
+                lazy.poll_none_valid()
+                assert kafka.poll(lambda c: False) is None
+            elif roll < 0.12:  # a load changes under the queue
+                c = rng.randrange(n)
+                keys[c] = (keys[c][0] + rng.choice([-1.0, 1.0]), c)
+                touched.append(c)
+            elif roll < 0.17:
+                c = rng.randrange(n)
+                lazy.offer(c)
+                kafka.offer(c)
+            else:
+                caught = rng.sample(range(n), 2)
+                if roll < 0.3:
+                    found = lazy.poll(set(caught).__contains__)
+                else:
+                    found = lazy.poll(set(caught).__contains__, caught)
+                assert found == kafka.poll(set(caught).__contains__)
+                if found is None:
+                    continue
+                destination = rng.choice([c for c in range(n) if c != found])
+                keys[found] = (keys[found][0] + 1.0, found)
+                keys[destination] = (keys[destination][0] - 1.0, destination)
+                touched.extend((found, destination))
+                for c in (found, destination):
+                    lazy.offer(c)
+                    kafka.offer(c)
+            assert lazy.layout() == list(kafka.heap)
+    assert seen["known"] > 100 and seen["disordered"] > 0
+
+
+def test_ranks_order_as_keys() -> None:
+    """A rank orders as its (load, client) key, negative and zero loads included."""
+    loads = [-2.5, -1.0, -0.0, 0.0, 1e-300, 0.5, 1.0, 2.0 / 3.0, 200.0, 1e300]
+    keys = [(load, c) for load in loads for c in (0, 1, 7, 2**31)]
+    for a in keys:
+        for b in keys:
+            assert (rank(a) < rank(b)) == (a < b)
+            assert (rank(a) == rank(b)) == (a == b)
