@@ -97,7 +97,7 @@ def _encode_assignment(assignment: Any) -> bytes:
 class _Reader:
     """A cursor over bytes; any irregularity raises ``_OffPath`` so aiokafka decides."""
 
-    __slots__ = ("data", "at")
+    __slots__ = ("at", "data")
 
     def __init__(self, data: bytes) -> None:
         self.data, self.at = data, 0

@@ -302,8 +302,9 @@ class ShimMember:
             assignments, undecodable = await self._perform_assignment(response)
             encoded = []
             for member_id, assignment in assignments.items():
-                data = assignment if isinstance(assignment, bytes) else encode_assignment(assignment)
-                encoded.append((member_id, bytes(data)))
+                encoded.append((member_id, bytes(
+                    assignment if isinstance(assignment, bytes) else encode_assignment(assignment)
+                )))
         except Exception as error:  # aiokafka wraps it in KafkaError and hands it to the app
             self.error = error
             self._log("assign-failed", f"{type(error).__name__}: {error}")
