@@ -11,19 +11,22 @@ collections still run, on the replay's own objects only.
 
 Garbage that was already waiting in the frozen part is collected later instead of during the
 replay. A worker that runs replay after replay would then never see a full collection of its
-old heap, so once the heap frozen at a replay's start has doubled since the last collection made
-here, one full collection runs between replays: amortized, as Python's own rule for full
-collections is. The policy changes when memory is freed, never what a replay computes. Left
-alone when the collector is off or something else froze the heap (an application's own policy).
+old heap, so once the heap has doubled since the last collection made here, one full collection
+runs between replays: amortized, as Python's own rule for full collections is. The policy
+changes when memory is freed, never what a replay computes. Left alone when the collector is
+off or something else froze the heap (an application's own policy).
 """
 
 from __future__ import annotations
 
 import gc
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-#: Objects in the heap after the last full collection this module ran (None: none yet).
+#: Memory blocks in use after the last full collection this module ran (None: none yet);
+#: ``sys.getallocatedblocks`` is a cheap proxy for the heap's size (``gc.get_freeze_count``
+#: walks the list it counts).
 _after_collection: list[int | None] = [None]
 
 
@@ -34,15 +37,13 @@ def older_heap_frozen() -> Iterator[None]:
         yield
         return
     gc.freeze()
-    frozen = gc.get_freeze_count()
     try:
         yield
     finally:
         gc.unfreeze()
-        baseline = _after_collection[0]
-        if baseline is None or frozen > 2 * baseline:
-            if baseline is not None:
-                gc.collect()
-            gc.freeze()  # constant-time count of what is left
-            _after_collection[0] = gc.get_freeze_count()
-            gc.unfreeze()
+        baseline, blocks = _after_collection[0], sys.getallocatedblocks()
+        if baseline is None:
+            _after_collection[0] = blocks
+        elif blocks > 2 * baseline:
+            gc.collect()
+            _after_collection[0] = sys.getallocatedblocks()
