@@ -9,10 +9,13 @@ allocate. ``assignor.adapter.streams_assignor.collector_paused`` does the same f
 ``assign()``; here the older heap is frozen (``gc.freeze``, constant time) for the replay, so
 collections still run, on the replay's own objects only.
 
-Garbage that was already waiting in the frozen part is collected later instead of during the
-replay. A worker that runs replay after replay would then never see a full collection of its
-old heap, so once the heap has doubled since the last collection made here, one full collection
-runs between replays: amortized, as Python's own rule for full collections is. The policy
+When the replay ends, one collection of its own objects (the older heap still frozen) frees
+its cyclic garbage, so a worker running replay after replay does not pile it up in the old heap
+(without it, a 25 x 2 rolling restart left some 34,000 blocks behind per replay, and a later
+replay paid a 0.1 s full collection for them). Garbage that was already waiting in the frozen
+part is collected later instead of during the replay: once the heap has doubled since the last
+collection made here, one full collection runs between replays, amortized, as Python's own rule
+for full collections is. The policy
 changes when memory is freed, never what a replay computes. Left alone when the collector is
 off or something else froze the heap (an application's own policy).
 """
@@ -40,6 +43,7 @@ def older_heap_frozen() -> Iterator[None]:
     try:
         yield
     finally:
+        gc.collect()  # the replay's own garbage only: the older heap is still frozen
         gc.unfreeze()
         baseline, blocks = _after_collection[0], sys.getallocatedblocks()
         if baseline is None:
