@@ -78,3 +78,12 @@ def test_the_heap_is_restored_when_the_body_raises() -> None:
     except KeyError:
         pass
     assert gc.isenabled() and gc.get_freeze_count() == 0
+
+
+def test_the_bodys_own_cycles_are_freed_when_it_ends() -> None:
+    with older_heap_frozen():
+        node = _Node()
+        dead = weakref.ref(node)
+        del node
+        assert dead() is not None  # a cycle: reference counting alone does not free it
+    assert dead() is None
