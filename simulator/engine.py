@@ -9,7 +9,7 @@ calls before ``assign()``) and the timeline. aiokafka's peers run in the same me
 
 Each assignor is hosted in a :class:`~simulator.hosting.HostedAssignor` (forwards every call,
 tells this replay what it saw); decisions are read back in ``simulator.decisions``, rows built
-in ``simulator.summary``.
+in ``simulator.summary``; the collector keeps off the older heap (``simulator.heap``).
 
 A run ends when the group is stable (no rebalance pending, no follow-up scheduled, every task
 processed by a caught-up owner) or at the scenario's bounds (``bounds.settle_s`` virtual seconds
@@ -39,6 +39,7 @@ from protocol.codec import Codec
 from protocol.ids import HostInfo, ProcessId, TaskId, TopicPartition
 from simulator.decisions import Decision, read_decision
 from simulator.faust_peer import FAUST, faust_limits, faust_topics
+from simulator.heap import older_heap_frozen
 from simulator.hosting import (
     ChangeWatch,
     HostedAssignor,
@@ -273,11 +274,7 @@ class Replay:
                 ) -> ShimMember:
         """A started consumer session around ``hosted`` (bound for follow-up rebalances)."""
         return start_member(
-            hosted,
-            self.coordinator,
-            self._topics,
-            self.cluster,
-            self.scenario.timeouts,
+            hosted, self.coordinator, self._topics, self.cluster, self.scenario.timeouts,
             group_id=self.topology.application_id,
             client_id=client_id,
             instance=instance,
@@ -493,7 +490,8 @@ class Replay:
 
 def replay(scenario: Scenario, *, command: str | None = None) -> ReplayResult:
     """Run one scenario and return its rows."""
-    return Replay(scenario, command=command).run()
+    with older_heap_frozen():
+        return Replay(scenario, command=command).run()
 
 
 __all__ = ["Replay", "ReplayResult", "replay", "replay_command"]

@@ -147,10 +147,10 @@ class StateModel:
             self._settling[process] = (set(range(settle_threads)), set())
         self._disk_version += 1
         disk = self._disk.setdefault(process, {})
+        index, ends = self._index, self._end  # processes x tasks entries at a settled start
         for task, lag in (behind or {}).items():
-            i = self._index.get(task)
-            end = self._end[i] if i is not None else None
-            if i is not None and end is not None:
+            i = index.get(task)
+            if i is not None and (end := ends[i]) is not None:
                 disk[i] = max(0.0, end - lag)
         self._threads.setdefault(process, {})
 

@@ -5,7 +5,8 @@ the assignor, bytes included: ``assignor.metadata(topics)`` on every join, encod
 already bytes; the leader decodes every member's metadata with ``ConsumerProtocol.METADATA``,
 calls ``assignor.assign(cluster, members)`` synchronously and encodes each result unless it is
 bytes; every member decodes its assignment with ``ConsumerProtocol.ASSIGNMENT`` and calls
-``assignor.on_assignment(assignment)``. Around that it keeps aiokafka's loop: MEMBER_ID_REQUIRED
+``assignor.on_assignment(assignment)`` (those four codecs through ``consumer_bytes``: aiokafka's
+bytes and objects, cheaper). Around that it keeps aiokafka's loop: MEMBER_ID_REQUIRED
 retry, heartbeats every ``heartbeat_interval_ms`` (which stop while rejoining), rejoin on
 REBALANCE_IN_PROGRESS, reset on UNKNOWN_MEMBER_ID / ILLEGAL_GENERATION, no LeaveGroup for a
 static member.
@@ -32,9 +33,15 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
 from aiokafka.cluster import ClusterMetadata
-from aiokafka.coordinator.protocol import ConsumerProtocol, ConsumerProtocolMemberAssignment
+from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment
 from aiokafka.structs import TopicPartition
 
+from simulator.shim.consumer_bytes import (
+    decode_assignment,
+    decode_metadata,
+    encode_assignment,
+    encode_metadata,
+)
 from simulator.shim.coordinator import GroupCoordinator
 from simulator.shim.errors import ErrorCode, MemberFailed, RequestTimedOut, error_class
 from simulator.shim.heartbeat import Heartbeats
@@ -242,7 +249,7 @@ class ShimMember:
         for assignor in self.assignors:
             metadata = assignor.metadata(self.topics)
             if not isinstance(metadata, bytes):
-                metadata = metadata.encode()
+                metadata = encode_metadata(metadata)
             protocols.append((assignor.name, metadata))
         request = JoinGroupRequest(
             group_id=self.group_id,
@@ -295,8 +302,9 @@ class ShimMember:
             assignments, undecodable = await self._perform_assignment(response)
             encoded = []
             for member_id, assignment in assignments.items():
-                data = assignment if isinstance(assignment, bytes) else assignment.encode()
-                encoded.append((member_id, bytes(data)))
+                encoded.append((member_id, bytes(
+                    assignment if isinstance(assignment, bytes) else encode_assignment(assignment)
+                )))
         except Exception as error:  # aiokafka wraps it in KafkaError and hands it to the app
             self.error = error
             self._log("assign-failed", f"{type(error).__name__}: {error}")
@@ -319,7 +327,7 @@ class ShimMember:
         undecodable = []
         for member_id, _instance, metadata in response.members:
             try:
-                members[member_id] = ConsumerProtocol.METADATA.decode(metadata)
+                members[member_id] = decode_metadata(metadata)
             except Exception as error:  # another client's bytes: not this member's fault
                 undecodable.append(member_id)
                 self._log("metadata-undecodable",
@@ -357,7 +365,7 @@ class ShimMember:
     def _complete(self, data: bytes) -> None:
         assignor = self._assignor(self.protocol or "")
         try:
-            assignment = ConsumerProtocol.ASSIGNMENT.decode(data)
+            assignment = decode_assignment(data)
         except Exception as error:  # aiokafka's coordination task dies on this
             raise MemberFailed(f"undecodable assignment of {len(data)} bytes") from error
         self.assignment = assignment

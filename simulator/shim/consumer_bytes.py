@@ -1,0 +1,166 @@
+"""The consumer protocol's embedded bytes (member metadata, member assignment), cheaply.
+
+Every join encodes a ``ConsumerProtocolMemberMetadata``, the leader decodes one per member and
+encodes one ``ConsumerProtocolMemberAssignment`` per member, and every member decodes its own:
+four passes through aiokafka's generic ``Struct``/``Schema`` machinery per member per rebalance,
+which at 200+ members cost about a tenth of a cold start's wall time, more than the coordinator
+itself. The bytes are the simulator's point (they are what a broker would carry), so these
+functions produce exactly aiokafka's bytes and objects, only with fewer operations:
+
+- the metadata's version and subscription prefix is the same for every member of a group, so it
+  is encoded once per distinct (version, topics) and kept;
+- the rest is ``struct.pack``/``unpack_from`` on the known layout instead of one call per field.
+
+Anything off the plain path (another ``Struct`` class, a ``None`` list, a negative length, a
+short buffer) goes to aiokafka's own ``encode``/``decode``, which then gives its own answer or
+its own error. ``tests/simulator/shim/test_consumer_bytes.py`` compares both ways on generated
+structs and on random bytes.
+"""
+
+from __future__ import annotations
+
+import struct
+from io import BytesIO
+from typing import Any
+
+from aiokafka.coordinator.protocol import (
+    ConsumerProtocolMemberAssignment,
+    ConsumerProtocolMemberMetadata,
+)
+
+_INT16 = struct.Struct(">h")
+_INT32 = struct.Struct(">i")
+_HEADER_CACHE_LIMIT = 1024
+_headers: dict[tuple[int, tuple[str, ...]], bytes] = {}
+
+
+def _string(value: str) -> bytes:
+    data = str(value).encode("utf-8")
+    return _INT16.pack(len(data)) + data
+
+
+def _metadata_header(version: int, topics: tuple[str, ...]) -> bytes:
+    """Version and subscription array: identical across a group's members, so kept."""
+    key = (version, topics)
+    header = _headers.get(key)
+    if header is None:
+        header = b"".join((_INT16.pack(version), _INT32.pack(len(topics)),
+                           *(_string(t) for t in topics)))
+        if len(_headers) >= _HEADER_CACHE_LIMIT:  # bounded: subscriptions are few in practice
+            _headers.clear()
+        _headers[key] = header
+    return header
+
+
+def encode_metadata(metadata: Any) -> bytes:
+    """``metadata.encode()``'s bytes for aiokafka's member metadata, any other object as is."""
+    try:
+        return _encode_metadata(metadata)
+    except Exception:  # a value aiokafka cannot pack either: its own error, word for word
+        return bytes(metadata.encode())
+
+
+def _encode_metadata(metadata: Any) -> bytes:
+    fields = metadata.__dict__ if type(metadata) is ConsumerProtocolMemberMetadata else None
+    if fields is None or fields["subscription"] is None or fields["user_data"] is None:
+        return bytes(metadata.encode())
+    user_data = bytes(fields["user_data"])
+    return b"".join((_metadata_header(fields["version"], tuple(fields["subscription"])),
+                     _INT32.pack(len(user_data)), user_data))
+
+
+def encode_assignment(assignment: Any) -> bytes:
+    """``assignment.encode()``'s bytes for aiokafka's member assignment, any other as is."""
+    try:
+        return _encode_assignment(assignment)
+    except Exception:  # a value aiokafka cannot pack either: its own error, word for word
+        return bytes(assignment.encode())
+
+
+def _encode_assignment(assignment: Any) -> bytes:
+    fields = assignment.__dict__ if type(assignment) is ConsumerProtocolMemberAssignment else None
+    if fields is None or fields["assignment"] is None or fields["user_data"] is None:
+        return bytes(assignment.encode())
+    topics = fields["assignment"]
+    parts = [_INT16.pack(fields["version"]), _INT32.pack(len(topics))]
+    for topic, partitions in topics:
+        if partitions is None:
+            return bytes(assignment.encode())
+        parts.append(_string(topic))
+        parts.append(struct.pack(f">i{len(partitions)}i", len(partitions), *partitions))
+    user_data = bytes(fields["user_data"])
+    parts.append(_INT32.pack(len(user_data)))
+    parts.append(user_data)
+    return b"".join(parts)
+
+
+class _Reader:
+    """A cursor over bytes; any irregularity raises ``_OffPath`` so aiokafka decides."""
+
+    __slots__ = ("at", "data")
+
+    def __init__(self, data: bytes) -> None:
+        self.data, self.at = data, 0
+
+    def int16(self) -> int:
+        (value,) = _INT16.unpack_from(self.data, self.at)
+        self.at += 2
+        return int(value)
+
+    def int32(self) -> int:
+        (value,) = _INT32.unpack_from(self.data, self.at)
+        self.at += 4
+        return int(value)
+
+    def length(self, value: int) -> int:
+        if value < 0 or self.at + value > len(self.data):
+            raise _OffPath
+        return value
+
+    def string(self) -> str:
+        size = self.length(self.int16())
+        start = self.at
+        self.at += size
+        return self.data[start:self.at].decode("utf-8")
+
+    def blob(self) -> bytes:
+        size = self.length(self.int32())
+        start = self.at
+        self.at += size
+        return self.data[start:self.at]
+
+
+class _OffPath(Exception):
+    """Not the plain layout: let aiokafka's decoder answer (or raise) as it would."""
+
+
+def decode_metadata(data: bytes) -> ConsumerProtocolMemberMetadata:
+    """``ConsumerProtocol.METADATA.decode(data)``, the same object or the same failure."""
+    try:
+        read = _Reader(bytes(data))
+        version = read.int16()
+        count = read.length(read.int32())
+        topics = [read.string() for _ in range(count)]
+        return ConsumerProtocolMemberMetadata(version, topics, read.blob())
+    except (_OffPath, struct.error, UnicodeDecodeError):
+        return ConsumerProtocolMemberMetadata.decode(BytesIO(bytes(data)))
+
+
+def decode_assignment(data: bytes) -> ConsumerProtocolMemberAssignment:
+    """``ConsumerProtocol.ASSIGNMENT.decode(data)``, the same object or the same failure."""
+    try:
+        read = _Reader(bytes(data))
+        version = read.int16()
+        count = read.length(read.int32())
+        topics = []
+        for _ in range(count):
+            topic = read.string()
+            size = read.length(read.int32())
+            if read.at + 4 * size > len(read.data):
+                raise _OffPath
+            partitions = list(struct.unpack_from(f">{size}i", read.data, read.at))
+            read.at += 4 * size
+            topics.append((topic, partitions))
+        return ConsumerProtocolMemberAssignment(version, topics, read.blob())
+    except (_OffPath, struct.error, UnicodeDecodeError):
+        return ConsumerProtocolMemberAssignment.decode(BytesIO(bytes(data)))
