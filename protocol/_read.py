@@ -374,3 +374,9 @@ def interned_partitions() -> dict[tuple[str, int], TopicPartition]:
 def interned_tasks() -> dict[tuple[int, int, str | None], TaskId]:
     """The shared ``TaskId`` table, for loops that inline the lookup (read only)."""
     return _tasks
+
+
+def interned_hosts() -> dict[tuple[str, int], HostInfo]:
+    """The shared ``HostInfo`` table (endpoints already checked by :func:`host_info`; read
+    only)."""
+    return _hosts
