@@ -131,7 +131,10 @@ def _assign_decoded(
     assignor_name = choose_task_assignor(config, lags_known=end_sums is not None)
     try:
         assignment = run_task_assignor(assignor_name, clients, layout, config)
-        threads = {pid: distribute_client_tasks(c) for pid, c in assignment.clients.items()}
+        stateful = layout.stateful
+        threads = {
+            pid: distribute_client_tasks(c, stateful) for pid, c in assignment.clients.items()
+        }
     except Exception as exc:  # an assignor bug must not take the group down
         detail = f"task assignment failed: {type(exc).__name__}: {exc}"
         log.exception("%s", detail)
