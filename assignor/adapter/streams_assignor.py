@@ -19,7 +19,7 @@ import asyncio
 import gc
 import logging
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -345,7 +345,11 @@ def _log_received(index: int, assignment: MemberAssignment) -> None:
     )
 
 
-def _by_topic(partitions: Iterable[TopicPartition]) -> list[tuple[str, list[int]]]:
+def _by_topic(partitions: Sequence[TopicPartition]) -> list[tuple[str, list[int]]]:
+    """aiokafka's ``[(topic, [partition, ...]), ...]``, topics and partitions ascending."""
+    if len(partitions) == 1:  # one partition, most members of a large group: nothing to sort
+        (only,) = partitions
+        return [(only.topic, [only.partition])]
     grouped: dict[str, list[int]] = {}
     for tp in partitions:
         grouped.setdefault(tp.topic, []).append(tp.partition)
