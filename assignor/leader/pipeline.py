@@ -242,12 +242,19 @@ def changelog_end_sums(
     if end_offsets is None:
         return None
     sums: dict[TaskId, int] = {}
-    changelogs = layout.changelogs
+    changelogs_of = layout.changelogs.get
+    end_of = end_offsets.get
     no_partitions: tuple[TopicPartition, ...] = ()
     for task in layout.stateful:
+        partitions = changelogs_of(task, no_partitions)
+        if len(partitions) == 1:  # one changelog, the common case: no list, no loop
+            offset = end_of(partitions[0])
+            if offset is not None and 0 <= offset <= LONG_MAX:
+                sums[task] = offset  # what end_offset_sum gives, without the call per task
+                continue
         offsets = []
-        for partition in changelogs.get(task, no_partitions):
-            offset = end_offsets.get(partition)
+        for partition in partitions:
+            offset = end_of(partition)
             if offset is None:
                 log.warning(
                     "no end offset for changelog partition %s; lags are unknown this rebalance",
@@ -255,10 +262,7 @@ def changelog_end_sums(
                 )
                 return None
             offsets.append(offset)
-        if len(offsets) == 1 and 0 <= offsets[0] <= LONG_MAX:
-            sums[task] = offsets[0]  # what end_offset_sum gives, without the call per task
-        else:
-            sums[task] = end_offset_sum(offsets)
+        sums[task] = end_offset_sum(offsets)
     return sums
 
 
