@@ -136,8 +136,7 @@ def host_section(info: AssignmentInfo, version: int) -> HostSection:
         "host map partitions",
         MAX_HOST_MAP_PARTITIONS,
     )
-    # Each host's topics, read once: they make the topic dictionary and tell the packing of
-    # a host's partitions whether it can sort plain partition numbers (one topic).
+    # Each host's topics, read once: the topic dictionary, and whether a host has one topic.
     topics_of = [
         {host: set(map(_TOPIC, partitions)) for host, partitions in host_map.items()}
         for host_map in host_maps
@@ -145,10 +144,8 @@ def host_section(info: AssignmentInfo, version: int) -> HostSection:
     topics = sorted(set().union(*(names for per in topics_of for names in per.values())))
     topic_index = {topic: index for index, topic in enumerate(topics)}
     packer = msgpack.Packer(use_bin_type=True)
-    packed = b"".join(
-        packer.pack(_encode_hosts(host_map, topic_index, per))
-        for host_map, per in zip(host_maps, topics_of, strict=True)
-    )
+    packed = b"".join(packer.pack(_encode_hosts(hosts, topic_index, per))
+                      for hosts, per in zip(host_maps, topics_of, strict=True))
     return HostSection(
         partitions_by_host=dict(info.partitions_by_host),
         standby_partitions_by_host=dict(info.standby_partitions_by_host) if version >= 2 else None,
@@ -245,32 +242,25 @@ def encode(info: AssignmentInfo, version: int, hosts: HostSection) -> bytes:
 
 
 def _encode_hosts(
-    host_map: HostMap,
-    topic_index: Mapping[str, int],
-    topics_of: Mapping[HostInfo, set[str]],
+    host_map: HostMap, topic_index: Mapping[str, int], topics_of: Mapping[HostInfo, set[str]]
 ) -> list[list[object]]:
-    """``[[host, port, [topic, p0, p1 - p0, ...], ...], ...]``, hosts by (host, port), each
-    host's topics by index and partitions ascending. ``topics_of`` holds each host's topic
-    names. The deltas are taken in C (``map(sub, ...)``) from sorted partition numbers: a host
-    holds thousands of partitions at 6,000 partitions over 2 hosts."""
+    """Hosts by (host, port), each ``[host, port, [topic, p0, p1 - p0, ...], ...]``; a host
+    of one topic (``topics_of``) sorts plain partition numbers, and the deltas are taken in C."""
     encoded: list[list[object]] = []
     for host in sorted(host_map, key=lambda h: (h.host, h.port)):
         partitions = host_map[host]
         entry: list[object] = [host.host, host.port]
-        names = topics_of[host]
-        if len(names) == 1:  # one topic: its partition numbers are the whole sort
-            (name,) = names
+        if len(topics_of[host]) == 1:
+            (name,) = topics_of[host]
             runs = [(topic_index[name], sorted(map(_PARTITION, partitions)))]
         else:
             by_topic: dict[int, list[int]] = {}
-            for topic, partition in sorted(
-                [(topic_index[tp.topic], tp.partition) for tp in partitions]
-            ):
+            pairs = sorted([(topic_index[tp.topic], tp.partition) for tp in partitions])
+            for topic, partition in pairs:
                 by_topic.setdefault(topic, []).append(partition)
             runs = list(by_topic.items())
         for topic, numbers in runs:
-            if numbers:
-                entry.append([topic, numbers[0], *map(sub, numbers[1:], numbers)])
+            entry.append([topic, numbers[0], *map(sub, numbers[1:], numbers)])
         encoded.append(entry)
     return check_array(encoded, "hosts", MAX_HOSTS)
 
