@@ -317,7 +317,6 @@ def host_info(host: object, port: object, field: str) -> HostInfo:
         fail(f"{field}.host", f"{quote(name)} contains whitespace")
     if len(_hosts) >= _INTERN_LIMIT:
         _hosts.clear()
-    _process_ids.clear()
     made = _hosts[(name, number)] = HostInfo.model_construct(host=name, port=number)
     return made
 
