@@ -27,9 +27,9 @@ per member of the group. ``docs/wire-format.md`` has the byte layout and the mea
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from operator import attrgetter, is_
+from operator import attrgetter, is_, sub
 
 import msgpack
 
@@ -70,6 +70,7 @@ FIELDS = {1: 8, 2: 10, 3: 11, 4: 12}
 
 HostMap = Mapping[HostInfo, frozenset[TopicPartition]]
 _TOPIC = attrgetter("topic")
+_PARTITION = attrgetter("partition")
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,10 +136,16 @@ def host_section(info: AssignmentInfo, version: int) -> HostSection:
         "host map partitions",
         MAX_HOST_MAP_PARTITIONS,
     )
-    topics = _topic_dictionary(host_maps)
+    # Each host's topics, read once: the topic dictionary, and whether a host has one topic.
+    topics_of = [
+        {host: set(map(_TOPIC, partitions)) for host, partitions in host_map.items()}
+        for host_map in host_maps
+    ]
+    topics = sorted(set().union(*(names for per in topics_of for names in per.values())))
     topic_index = {topic: index for index, topic in enumerate(topics)}
     packer = msgpack.Packer(use_bin_type=True)
-    packed = b"".join(packer.pack(_encode_hosts(host_map, topic_index)) for host_map in host_maps)
+    packed = b"".join(packer.pack(_encode_hosts(hosts, topic_index, per))
+                      for hosts, per in zip(host_maps, topics_of, strict=True))
     return HostSection(
         partitions_by_host=dict(info.partitions_by_host),
         standby_partitions_by_host=dict(info.standby_partitions_by_host) if version >= 2 else None,
@@ -234,30 +241,26 @@ def encode(info: AssignmentInfo, version: int, hosts: HostSection) -> bytes:
     )
 
 
-def _topic_dictionary(host_maps: Iterable[HostMap]) -> list[str]:
-    names: set[str] = set()
-    for host_map in host_maps:
-        for host_partitions in host_map.values():
-            names.update(map(_TOPIC, host_partitions))
-    return sorted(names)
-
-
-def _encode_hosts(host_map: HostMap, topic_index: Mapping[str, int]) -> list[list[object]]:
+def _encode_hosts(
+    host_map: HostMap, topic_index: Mapping[str, int], topics_of: Mapping[HostInfo, set[str]]
+) -> list[list[object]]:
+    """Hosts by (host, port), each ``[host, port, [topic, p0, p1 - p0, ...], ...]``; a host
+    of one topic (``topics_of``) sorts plain partition numbers, and the deltas are taken in C."""
     encoded: list[list[object]] = []
     for host in sorted(host_map, key=lambda h: (h.host, h.port)):
-        pairs = sorted([(topic_index[tp.topic], tp.partition) for tp in host_map[host]])
+        partitions = host_map[host]
         entry: list[object] = [host.host, host.port]
-        group: list[int] = []
-        current_topic = -1
-        previous = 0
-        for topic, partition in pairs:
-            if topic != current_topic:
-                group = [topic, partition]
-                entry.append(group)
-                current_topic = topic
-            else:
-                group.append(partition - previous)
-            previous = partition
+        if len(topics_of[host]) == 1:
+            (name,) = topics_of[host]
+            runs = [(topic_index[name], sorted(map(_PARTITION, partitions)))]
+        else:
+            by_topic: dict[int, list[int]] = {}
+            pairs = sorted([(topic_index[tp.topic], tp.partition) for tp in partitions])
+            for topic, partition in pairs:
+                by_topic.setdefault(topic, []).append(partition)
+            runs = list(by_topic.items())
+        for topic, numbers in runs:
+            entry.append([topic, numbers[0], *map(sub, numbers[1:], numbers)])
         encoded.append(entry)
     return check_array(encoded, "hosts", MAX_HOSTS)
 

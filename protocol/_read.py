@@ -317,7 +317,6 @@ def host_info(host: object, port: object, field: str) -> HostInfo:
         fail(f"{field}.host", f"{quote(name)} contains whitespace")
     if len(_hosts) >= _INTERN_LIMIT:
         _hosts.clear()
-    _process_ids.clear()
     made = _hosts[(name, number)] = HostInfo.model_construct(host=name, port=number)
     return made
 
@@ -374,3 +373,9 @@ def interned_partitions() -> dict[tuple[str, int], TopicPartition]:
 def interned_tasks() -> dict[tuple[int, int, str | None], TaskId]:
     """The shared ``TaskId`` table, for loops that inline the lookup (read only)."""
     return _tasks
+
+
+def interned_hosts() -> dict[tuple[str, int], HostInfo]:
+    """The shared ``HostInfo`` table (endpoints already checked by :func:`host_info`; read
+    only)."""
+    return _hosts

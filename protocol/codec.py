@@ -55,6 +55,7 @@ from protocol._read import (
     fail,
     read_header,
 )
+from protocol._subscription_fast import decode_fast
 from protocol.errors import MAX_PROBLEM_CHARS, ProtocolError, shorten
 from protocol.ids import INT32_MAX, HostInfo
 from protocol.messages import (
@@ -168,7 +169,15 @@ class Codec:
         return self._host_section(info, version)
 
     def decode_subscription(self, data: bytes) -> SubscriptionInfo | VersionHeader:
-        """Read a subscription, or only its header when it is newer than this codec."""
+        """Read a subscription, or only its header when it is newer than this codec.
+
+        The common small payload is read in one call (``protocol._subscription_fast``), which
+        accepts only what the checked reader accepts and leaves everything else to it.
+        """
+        if type(data) is bytes:
+            fast = decode_fast(data, self.latest_supported)
+            if fast is not None:
+                return fast
         return cast(SubscriptionInfo | VersionHeader, self._decode(data, KIND_SUBSCRIPTION)[1])
 
     def decode_assignment(self, data: bytes) -> AssignmentInfo | VersionHeader:

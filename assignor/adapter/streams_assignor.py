@@ -19,7 +19,7 @@ import asyncio
 import gc
 import logging
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -164,16 +164,26 @@ class StreamsPartitionAssignor:
     def assign(
         self, cluster: Any, members: Mapping[str, ConsumerProtocolMemberMetadata]
     ) -> dict[str, ConsumerProtocolMemberAssignment]:
-        """The leader's decision. Never raises: a failure answers every member with an error."""
+        """The leader's decision. Never raises: a failure answers every member with an error.
+
+        The collector stays paused until the answers are built, not only while the pipeline
+        runs: building 2,000 answer structs with it on cost several of its passes over the
+        whole heap (a third of ``assign()``'s own share at ManyThreadsPerClient).
+        """
+        with collector_paused():
+            return self._assign(cluster, members)
+
+    def _assign(
+        self, cluster: Any, members: Mapping[str, ConsumerProtocolMemberMetadata]
+    ) -> dict[str, ConsumerProtocolMemberAssignment]:
         began = time.perf_counter()
         metrics = self.process._metrics
         config = self.process._leader_input_config()
         try:
-            with collector_paused():
-                group = self._group_input(cluster, members)
-                result = assign_group(
-                    self.process.topology, config, group, self.process.codec, self._leader_cache
-                )
+            group = self._group_input(cluster, members)
+            result = assign_group(
+                self.process.topology, config, group, self.process.codec, self._leader_cache
+            )
         except Exception as exc:
             log.exception("assign() failed; every member gets an error assignment")
             metrics.assign_timed(time.perf_counter() - began)
@@ -345,7 +355,11 @@ def _log_received(index: int, assignment: MemberAssignment) -> None:
     )
 
 
-def _by_topic(partitions: Iterable[TopicPartition]) -> list[tuple[str, list[int]]]:
+def _by_topic(partitions: Sequence[TopicPartition]) -> list[tuple[str, list[int]]]:
+    """aiokafka's ``[(topic, [partition, ...]), ...]``, topics and partitions ascending."""
+    if len(partitions) == 1:  # one partition, most members of a large group: nothing to sort
+        (only,) = partitions
+        return [(only.topic, [only.partition])]
     grouped: dict[str, list[int]] = {}
     for tp in partitions:
         grouped.setdefault(tp.topic, []).append(tp.partition)

@@ -24,17 +24,15 @@ from protocol.ids import TaskId, TopicPartition
 
 @dataclass(frozen=True, slots=True)
 class PlannedTasks:
-    """Step 3's result and the partition -> task index the client bookkeeping reads."""
+    """Step 3's result. (It also held a partition -> task index for the client bookkeeping,
+    which no longer reads partitions: the leader's consumers report none.)"""
 
     layout: TaskLayout
-    task_for_partition: Mapping[TopicPartition, TaskId]
 
 
 def planned_tasks(topology: Topology, source_partitions: Mapping[str, int]) -> PlannedTasks:
-    """:func:`plan_tasks` and its partition -> task index, computed afresh."""
-    layout = plan_tasks(topology, source_partitions)
-    index = {tp: task for task, parts in layout.tasks.items() for tp in parts}
-    return PlannedTasks(layout, index)
+    """:func:`plan_tasks`, computed afresh."""
+    return PlannedTasks(plan_tasks(topology, source_partitions))
 
 
 EndSums = Callable[[TaskLayout, Mapping[TopicPartition, int] | None], "dict[TaskId, int] | None"]

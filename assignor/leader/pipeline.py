@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import replace
+from types import MappingProxyType
 
 from assignor.config import AssignorConfig
 from assignor.leader.cache import LeaderCache
@@ -40,8 +41,8 @@ from assignor.leader.error_answers import (
 from assignor.leader.explain import RebalanceSummary, explain, summarize
 from assignor.leader.guard import screen_members
 from assignor.leader.model import DecodedGroup, GroupInput, LeaderResult
-from assignor.placement.client_state import ClientState, ConsumerReport, build_client_state
-from assignor.placement.lags import LONG_MAX, end_offset_sum, unknown_end_offset_sums
+from assignor.placement.client_state import ClientState
+from assignor.placement.lags import LONG_MAX, TaskLags, end_offset_sum, unknown_end_offset_sums
 from assignor.placement.task_assignor import TaskAssignment, TaskAssignor
 from assignor.placement.threads import distribute_client_tasks
 from assignor.topology.internal_topics import InternalTopics, size_internal_topics
@@ -50,9 +51,13 @@ from assignor.topology.tasks import TaskLayout
 from protocol.codec import DEFAULT_CODEC, Codec
 from protocol.errors import AssignorError
 from protocol.ids import ProcessId, TaskId, TopicPartition
-from protocol.messages import NO_FOLLOWUP_REBALANCE
+from protocol.messages import LATEST_OFFSET, NO_FOLLOWUP_REBALANCE
 
 log = logging.getLogger(__name__)
+
+_NO_TASKS: frozenset[TaskId] = frozenset()
+#: a client without tags (``build_client_state``'s own empty mapping, shared)
+_NO_TAGS: Mapping[str, str] = MappingProxyType({})
 
 
 # --- the composition -------------------------------------------------------------------------
@@ -122,13 +127,14 @@ def _assign_decoded(
     planned = cache.plan(topology, sizing.source_partitions)
     layout = planned.layout
     end_sums = cache.end_sums(layout, group.changelog_end_offsets, changelog_end_sums)
-    clients = build_clients(
-        decoded, layout, end_sums, task_for_partition=planned.task_for_partition
-    )
+    clients = build_clients(decoded, layout, end_sums)
     assignor_name = choose_task_assignor(config, lags_known=end_sums is not None)
     try:
         assignment = run_task_assignor(assignor_name, clients, layout, config)
-        threads = {pid: distribute_client_tasks(c) for pid, c in assignment.clients.items()}
+        stateful = layout.stateful
+        threads = {
+            pid: distribute_client_tasks(c, stateful) for pid, c in assignment.clients.items()
+        }
     except Exception as exc:  # an assignor bug must not take the group down
         detail = f"task assignment failed: {type(exc).__name__}: {exc}"
         log.exception("%s", detail)
@@ -236,12 +242,19 @@ def changelog_end_sums(
     if end_offsets is None:
         return None
     sums: dict[TaskId, int] = {}
-    changelogs = layout.changelogs
+    changelogs_of = layout.changelogs.get
+    end_of = end_offsets.get
     no_partitions: tuple[TopicPartition, ...] = ()
     for task in layout.stateful:
+        partitions = changelogs_of(task, no_partitions)
+        if len(partitions) == 1:  # one changelog, the common case: no list, no loop
+            offset = end_of(partitions[0])
+            if offset is not None and 0 <= offset <= LONG_MAX:
+                sums[task] = offset  # what end_offset_sum gives, without the call per task
+                continue
         offsets = []
-        for partition in changelogs.get(task, no_partitions):
-            offset = end_offsets.get(partition)
+        for partition in partitions:
+            offset = end_of(partition)
             if offset is None:
                 log.warning(
                     "no end offset for changelog partition %s; lags are unknown this rebalance",
@@ -249,10 +262,7 @@ def changelog_end_sums(
                 )
                 return None
             offsets.append(offset)
-        if len(offsets) == 1 and 0 <= offsets[0] <= LONG_MAX:
-            sums[task] = offsets[0]  # what end_offset_sum gives, without the call per task
-        else:
-            sums[task] = end_offset_sum(offsets)
+        sums[task] = end_offset_sum(offsets)
     return sums
 
 
@@ -260,32 +270,44 @@ def build_clients(
     decoded: DecodedGroup,
     layout: TaskLayout,
     end_sums: Mapping[TaskId, int] | None,
-    *,
-    task_for_partition: Mapping[TopicPartition, TaskId] | None = None,
 ) -> dict[ProcessId, ClientState]:
     """Group consumers by process and derive each client's previous tasks and lags.
 
-    ``task_for_partition`` is the layout's partition -> task index when the caller has it
-    (``assignor.leader.cache``); otherwise it is built here.
+    ``build_client_state`` for consumers that own no partitions, which is what the leader gets:
+    aiokafka's ``ConsumerProtocol`` v0 carries no owned partitions, so previous actives come
+    from offset sums of ``-2`` alone. Built directly rather than through a ``ConsumerReport``
+    per consumer: at 10,000 consumers that bookkeeping cost more than the clients' contents
+    (``tests/assignor/leader/test_build_clients.py`` checks both give equal states).
     """
     sums = end_sums if end_sums is not None else unknown_end_offset_sums(layout.stateful)
-    if task_for_partition is None:
-        task_for_partition = {tp: task for task, parts in layout.tasks.items() for tp in parts}
+    subscriptions = decoded.subscriptions
+    process_of = decoded.process_of
     by_process: dict[ProcessId, list[str]] = {}
-    for member_id in sorted(decoded.subscriptions):
-        by_process.setdefault(decoded.process_of[member_id], []).append(member_id)
+    for member_id in sorted(subscriptions):
+        by_process.setdefault(process_of[member_id], []).append(member_id)
     clients: dict[ProcessId, ClientState] = {}
     for process_id, member_ids in by_process.items():
-        first = decoded.subscriptions[member_ids[0]]
-        subscriptions = decoded.subscriptions
-        # ``ConsumerReport.from_subscription`` without its call and empty tuple per member
-        reports = [ConsumerReport(m, subscriptions[m].task_offset_sums) for m in member_ids]
-        clients[process_id] = build_client_state(
-            process_id,
-            reports,
-            task_for_partition,
-            sums,
-            client_tags=first.client_tags,
+        first = subscriptions[member_ids[0]]
+        offset_sums: dict[TaskId, int] = {}
+        by_consumer: dict[str, frozenset[TaskId]] = dict.fromkeys(member_ids, _NO_TASKS)
+        for member_id in member_ids:
+            reported = subscriptions[member_id].task_offset_sums
+            if reported:  # a later consumer's report wins, as with Kafka's putAll
+                offset_sums.update(reported)
+                by_consumer[member_id] = frozenset(reported)
+        running = {task for task, offset_sum in offset_sums.items() if offset_sum == LATEST_OFFSET}
+        tags = first.client_tags
+        clients[process_id] = ClientState(
+            process_id=process_id,
+            capacity=len(member_ids),
+            consumers=tuple(member_ids),  # sorted: taken from the sorted member ids
+            previous_active=frozenset(running),
+            previous_standby=frozenset(offset_sums.keys() - running),
+            task_lags=TaskLags(offset_sums, sums),
+            previous_tasks_by_consumer=by_consumer,
+            previous_active_by_consumer={},
+            owned_partitions={},
+            client_tags=dict(tags) if tags else _NO_TAGS,
             host_info=first.user_endpoint,
             rack=first.rack_id,
         )

@@ -33,7 +33,8 @@ def prev_tasks_by_lag(previous: Iterable[TaskId], lags: Mapping[TaskId, int]) ->
     """Of ``previous``, the tasks that are stateful now (have a lag), least lag first, then in
     Kafka's task order: the order Kafka's ``ClientState.prevTasksByLag`` gives a thread."""
     known = [t for t in previous if t in lags]
-    known.sort(key=lambda t: (lags[t], t.sort_key))
+    if len(known) > 1:  # one task (each of 1,000 threads holding one): no lag to look up
+        known.sort(key=lambda t: (lags[t], t.sort_key))
     return tuple(known)
 
 

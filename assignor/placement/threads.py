@@ -35,25 +35,22 @@ from assignor._java.priority_queue import JavaPriorityQueue
 from protocol.ids import TaskId, java_string_key
 
 _SORT_KEY = attrgetter("sort_key")  # Kafka's TaskId.compareTo
-_TOPOLOGY = attrgetter("topology")
-_SUBTOPOLOGY = attrgetter("subtopology")
-_PARTITION = attrgetter("partition")
+_KEPT_SORT_KEY = attrgetter("_sort_key")  # the same key, from its slot once computed
 
 
 def _task_sorted(tasks: Iterable[TaskId]) -> list[TaskId]:
-    """Distinct tasks in Kafka's ``TaskId.compareTo`` order.
+    """Tasks in Kafka's ``TaskId.compareTo`` order.
 
-    Tasks of one topology (always, unless named topologies mix) compare by subtopology then
-    partition: two stable sorts on a plain int each order them, and an int comparison costs a
-    fraction of the ``sort_key`` tuple's (a property call and a tuple per task); at 6,000
-    tasks per client that is most of this step.
+    One sort by each task's kept key, read from its slot (``TaskId._sort_key``) rather than
+    through the ``sort_key`` property (a Python call per task): at 6,000 tasks per client that
+    is about a third less than the two stable int sorts and the topology scan this replaced. A
+    task whose key is not kept yet (unpickled, say) makes the sort go through the property.
     """
     ordered = list(tasks)
-    if len(set(map(_TOPOLOGY, ordered))) > 1:
+    try:
+        ordered.sort(key=_KEPT_SORT_KEY)
+    except AttributeError:
         ordered.sort(key=_SORT_KEY)
-        return ordered
-    ordered.sort(key=_PARTITION)
-    ordered.sort(key=_SUBTOPOLOGY)
     return ordered
 
 
@@ -372,15 +369,31 @@ class AssignedClient(Protocol):
     def prev_tasks_by_lag(self, consumer: str) -> Sequence[TaskId]: ...
 
 
-def distribute_client_tasks(client: AssignedClient) -> ThreadAssignment:
-    """:func:`distribute_tasks` for an assigned ``ClientState``."""
+def distribute_client_tasks(
+    client: AssignedClient, stateful: frozenset[TaskId] | None = None
+) -> ThreadAssignment:
+    """:func:`distribute_tasks` for an assigned ``ClientState``.
+
+    ``stateful``: the topology's stateful tasks as one set, when the caller has it (the
+    leader's task layout, whose tasks are the keys of every client's ``task_lags``). A client
+    with one thread then splits its actives with two set operations in C instead of a lag
+    lookup per task (at 6,000 tasks, 0.3 ms instead of 4).
+    """
     consumers = client.consumers
     if len(set(consumers)) == 1:
         # One thread takes everything, whatever the order Kafka would hand it out in; this
         # skips the per-task bookkeeping that dominates single-threaded clients at scale.
         (only,) = set(consumers)
-        active = _task_sorted(client.stateful_active)
-        active += _task_sorted(client.stateless_active)
+        assigned = getattr(client, "active", None) if stateful is not None else None
+        if type(assigned) is frozenset and stateful is not None:
+            stateful_active = assigned & stateful
+            stateless_active = assigned - stateful_active
+        else:
+            stateful_active = frozenset(client.stateful_active)
+            stateless_active = frozenset(client.stateless_active)
+        active = _task_sorted(stateful_active)
+        if stateless_active:
+            active += _task_sorted(stateless_active)
         return ThreadAssignment(active={only: active}, standby={only: _task_sorted(client.standby)})
     # Only consumers that reported tasks have any to take back (most have none at 1,000
     # threads per client).

@@ -185,3 +185,42 @@ def test_many_threads_client_reads_only_the_consumers_that_reported_tasks() -> N
     # Floor 0: a previous owner takes back its smallest task (then it is no longer at the floor).
     assert fast.active["c07"] == [t("0_1")]
     assert sum(1 for c in consumers if not fast.active[c] and not fast.standby[c]) == 37
+
+
+def test_single_thread_split_by_the_layouts_stateful_set_gives_the_same_answer() -> None:
+    # The leader passes its layout's stateful tasks (the keys of every client's lags): the
+    # one-thread shortcut then splits the actives by set operations; the answer is unchanged.
+    from assignor.placement.client_state import ClientState
+    from assignor.placement.threads import distribute_client_tasks
+    from protocol import ProcessId
+
+    stateful = frozenset(TaskId(s, p) for s in (0, 1) for p in range(5))
+    lags = dict.fromkeys(stateful, 0)
+    active = frozenset({TaskId(0, 4), TaskId(0, 0), TaskId(1, 3), TaskId(2, 1), TaskId(2, 0)})
+    client = ClientState(
+        ProcessId.for_int(1),
+        1,
+        consumers=("only",),
+        task_lags=lags,
+        active=active,
+        standby=frozenset({TaskId(1, 0), TaskId(0, 2)}),
+    )
+    split = distribute_client_tasks(client, stateful)
+    assert split == distribute_client_tasks(client)
+    assert split.active["only"] == [
+        TaskId(0, 0), TaskId(0, 4), TaskId(1, 3), TaskId(2, 0), TaskId(2, 1)
+    ]
+    assert split.standby["only"] == [TaskId(0, 2), TaskId(1, 0)]
+
+
+def test_tasks_without_a_kept_sort_key_are_ordered_the_same() -> None:
+    # An unpickled task (the Spark sweep ships them) has no kept key yet: the sort goes
+    # through the property and gives Kafka's order all the same.
+    import pickle
+
+    from assignor.placement.threads import _task_sorted
+
+    fresh = [TaskId(s, p) for s in (1, 0) for p in (3, 1, 2)]
+    shipped = [pickle.loads(pickle.dumps(task)) for task in fresh]
+    assert not hasattr(shipped[0], "_sort_key")
+    assert _task_sorted(shipped) == _task_sorted(fresh) == sorted(fresh)

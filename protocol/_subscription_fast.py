@@ -1,0 +1,166 @@
+"""A one-call reader for the common subscription, beside the checked streaming one.
+
+Why: a leader reads one subscription per member per rebalance, and the streaming reader
+(``protocol._read.Reader``) pays a Python call, a ``try`` and a bound check per value so that
+a hostile payload is refused before its elements are allocated. At Kafka's ManyThreadsPerClient
+point (10,000 consumers, 2,000 of them reporting a task) that was the leader's largest step
+after the assignment. A small payload cannot allocate much whatever it declares: at most
+``FAST_MAX_BYTES`` bytes hold at most that many values, so here msgpack reads the whole tree in
+one C call and the shape is checked afterwards.
+
+This reader accepts only what the streaming reader accepts, and builds the same message: every
+check below is one of ``protocol._subscription_format.decode``'s. Anything else it does not
+judge: a payload it does not recognise (an older or newer version, a named topology, client
+tags, a new endpoint, any malformed value) makes it answer ``None``, and the streaming reader
+then reads the payload and accepts it or names what is wrong, exactly as before
+(``tests/protocol/test_subscription_fast.py`` compares both on drawn and mutated payloads).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import msgpack
+
+from protocol._limits import MAX_OFFSET_SUMS, MAX_STRING_BYTES, PROCESS_ID_BYTES
+from protocol._read import KIND_SUBSCRIPTION, interned_hosts, interned_tasks, process_id
+from protocol.errors import AssignorError
+from protocol.ids import INT32_MAX, INT64_MAX, trusted_model
+from protocol.messages import HEADER_ERROR_CODE_VERSION, SubscriptionInfo
+
+#: Largest payload read in one call: at most this many values, whatever the bytes declare.
+#: A subscription of 1,000 offset sums takes about 5,000 bytes.
+FAST_MAX_BYTES: Final = 16 * 1024
+
+#: Field count per version this reader handles (``_subscription_format.FIELDS``).
+_FIELDS: Final = {3: 11, 4: 11}
+_ERROR_CODES: Final = {int(code): code for code in AssignorError}
+_GROUP_INSTANCE_ID_CHARS: Final = 249
+
+
+def decode_fast(raw: bytes, latest_supported: int) -> SubscriptionInfo | None:
+    """The subscription in ``raw``, or ``None`` when the streaming reader must decide."""
+    if len(raw) > FAST_MAX_BYTES:
+        return None
+    try:
+        items = msgpack.unpackb(
+            raw,
+            raw=False,
+            strict_map_key=True,
+            max_str_len=MAX_STRING_BYTES,
+            max_bin_len=PROCESS_ID_BYTES,
+            max_array_len=FAST_MAX_BYTES,
+            max_map_len=0,  # client tags: the streaming reader checks their keys one by one
+            max_ext_len=0,
+        )
+    except Exception:  # truncated, trailing bytes, bad UTF-8, a container over a limit...
+        return None
+    if type(items) is not list or len(items) < 3:
+        return None
+    version, latest, kind = items[0], items[1], items[2]
+    if (
+        kind != KIND_SUBSCRIPTION
+        or type(kind) is not int
+        or type(version) is not int
+        or type(latest) is not int
+        or version not in _FIELDS
+        or version > latest_supported
+        or not version <= latest <= INT32_MAX
+        or len(items) != _FIELDS[version]
+    ):
+        return None
+    if version >= HEADER_ERROR_CODE_VERSION:
+        code, pid, endpoint, groups, unique, tags, rack, instance = items[3:]
+    else:
+        pid, endpoint, groups, unique, code, tags, rack, instance = items[3:]
+    if (
+        type(code) is not int
+        or code not in _ERROR_CODES
+        or type(pid) is not bytes
+        or len(pid) != PROCESS_ID_BYTES
+        or type(unique) is not int
+        or not 0 <= unique <= 255
+        or type(tags) is not dict  # empty: max_map_len refused any other
+        or type(groups) is not list
+        or not _optional_text(rack, MAX_STRING_BYTES)
+        or not _optional_text(instance, _GROUP_INSTANCE_ID_CHARS)
+    ):
+        return None
+    host = None
+    if endpoint is not None:
+        # A known endpoint only (the streaming reader checks and keeps a new one).
+        if type(endpoint) is not list or len(endpoint) != 2:
+            return None
+        name, port = endpoint
+        if type(name) is not str or type(port) is not int:
+            return None
+        host = interned_hosts().get((name, port))
+        if host is None:
+            return None
+    sums = _offset_sums(groups)
+    if sums is None:
+        return None
+    return trusted_model(
+        SubscriptionInfo,
+        {
+            "version": version,
+            "latest_supported_version": latest,
+            "process_id": process_id(pid),
+            "user_endpoint": host,
+            "task_offset_sums": sums,
+            "unique_field": unique,
+            "error_code": _ERROR_CODES[code],
+            "client_tags": {},
+            "rack_id": rack,
+            "group_instance_id": instance,
+        },
+    )
+
+
+def _optional_text(value: object, max_chars: int) -> bool:
+    """``need_str``'s checks on an optional field, as a yes/no."""
+    return value is None or (type(value) is str and 0 < len(value) <= max_chars)
+
+
+def _offset_sums(groups: list[object]) -> dict[object, int] | None:
+    """Unnamed groups ``[None, subtopology, delta, sum, ...]`` checked as the streaming
+    reader checks them; ``None`` for anything else (a named topology included)."""
+    sums: dict[object, int] = {}
+    known = interned_tasks()
+    seen: set[int] = set()
+    for group in groups:
+        if type(group) is not list:
+            return None
+        length = len(group)
+        if length < 4 or length % 2 or group[0] is not None:
+            return None
+        subtopology = group[1]
+        if type(subtopology) is not int or not 0 <= subtopology <= INT32_MAX:
+            return None
+        if subtopology in seen:
+            return None
+        seen.add(subtopology)
+        partition = -1
+        for at in range(2, length, 2):
+            step = group[at]
+            offset_sum = group[at + 1]
+            if type(step) is not int or step < (0 if partition < 0 else 1):
+                return None
+            partition = step if partition < 0 else partition + step
+            if (
+                partition > INT32_MAX
+                or type(offset_sum) is not int
+                or not (offset_sum >= 0 or offset_sum == -2 or offset_sum == -3)
+                or offset_sum > INT64_MAX
+            ):
+                return None
+            task = known.get((subtopology, partition, None))
+            if task is None:  # a task this process has not seen yet: the streaming reader's
+                return None
+            sums[task] = offset_sum
+    if len(sums) > MAX_OFFSET_SUMS:
+        return None
+    return sums
+
+
+__all__ = ["FAST_MAX_BYTES", "decode_fast"]

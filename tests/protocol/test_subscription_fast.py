@@ -1,0 +1,158 @@
+"""The one-call subscription reader agrees with the checked streaming reader.
+
+``protocol._subscription_fast.decode_fast`` may decline any payload (the streaming reader then
+decides), but whatever it accepts the streaming reader must accept too, as the same message:
+checked on drawn messages, on those messages mutated byte by byte and structure by structure,
+and on the shapes it exists for.
+"""
+
+from __future__ import annotations
+
+import msgpack
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from assignor.testing import subscription_infos
+from protocol import HostInfo, ProcessId, ProtocolError, SubscriptionInfo, TaskId
+from protocol._read import Reader, read_header
+from protocol._subscription_fast import FAST_MAX_BYTES, decode_fast
+from protocol._subscription_format import decode as streaming_decode
+from protocol.codec import LATEST_VERSION, SUPPORTED_VERSIONS, Codec, encode_subscription
+
+MUTATIONS = settings(
+    max_examples=settings.default.max_examples * 5,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+
+def streaming(data: bytes) -> SubscriptionInfo | ProtocolError:
+    """What the checked reader makes of ``data`` (as the codec calls it for a known version)."""
+    try:
+        reader = Reader(data)
+        version, second, kind, fields = read_header(reader)
+        if kind != 0x53 or version > LATEST_VERSION:
+            raise ProtocolError("kind", "not a subscription of a known version")
+        return streaming_decode(reader, fields, version, second)
+    except ProtocolError as error:
+        return error
+
+
+def agree(data: bytes) -> SubscriptionInfo | None:
+    """The fast reader's answer, after checking it against the streaming reader's."""
+    fast = decode_fast(data, LATEST_VERSION)
+    if fast is not None:
+        slow = streaming(data)
+        assert not isinstance(slow, ProtocolError), (data, slow)
+        assert fast == slow
+        # field by field, down to the types (an enum, not its int; shared id instances)
+        assert {k: type(v) for k, v in vars(fast).items()} == {
+            k: type(v) for k, v in vars(slow).items()
+        }
+    return fast
+
+
+def test_the_common_member_is_read_fast() -> None:
+    """A member with an endpoint and offset sums, as every leader sees thousands of: read by
+    the fast reader, once its endpoint and tasks are known (a first decode interns them)."""
+    info = SubscriptionInfo(
+        version=LATEST_VERSION,
+        latest_supported_version=LATEST_VERSION,
+        process_id=ProcessId.for_int(7),
+        user_endpoint=HostInfo("host-fast", 8080),
+        task_offset_sums={TaskId(0, 3): -2, TaskId(0, 9): 120, TaskId(2, 0): 0},
+        unique_field=9,
+        group_instance_id="member-1",
+    )
+    data = encode_subscription(info)
+    Codec().decode_subscription(data)  # interns the endpoint and the tasks
+    assert agree(data) == info
+    assert Codec().decode_subscription(data) == info
+
+
+@settings(MUTATIONS)
+@given(data=st.data())
+def test_drawn_messages_read_alike(data: st.DataObject) -> None:
+    version = data.draw(st.sampled_from(SUPPORTED_VERSIONS))
+    info = data.draw(subscription_infos(st.just(version)))
+    payload = encode_subscription(info)
+    Codec().decode_subscription(payload)  # intern what it names, so the fast reader may read it
+    read = agree(payload)
+    if read is not None:
+        assert read == Codec().decode_subscription(payload)
+
+
+@settings(MUTATIONS)
+@given(data=st.data())
+def test_mutated_bytes_are_never_accepted_alone(data: st.DataObject) -> None:
+    info = data.draw(subscription_infos(st.just(LATEST_VERSION), named=False))
+    payload = bytearray(encode_subscription(info))
+    Codec().decode_subscription(bytes(payload))
+    for _ in range(data.draw(st.integers(1, 4))):
+        at = data.draw(st.integers(0, len(payload) - 1))
+        payload[at] = data.draw(st.integers(0, 255))
+    cut = data.draw(st.integers(0, len(payload)))
+    tail = data.draw(st.binary(max_size=3))
+    agree(bytes(payload[:cut]) + tail)
+    agree(bytes(payload))
+
+
+_LEAVES = st.one_of(
+    st.sampled_from([None, True, False, 0, -1, -2, -3, 1, 255, 256, 2**31, 2**63, 2**64 - 1,
+                     1.5, "", "x", " x", b"", b"0123456789abcdef"]),
+    st.integers(-(2**63), 2**64 - 1),
+    st.text(max_size=5),
+    st.binary(max_size=17),
+)
+
+
+@settings(MUTATIONS)
+@given(data=st.data())
+def test_mutated_fields_are_never_accepted_alone(data: st.DataObject) -> None:
+    """Each top-level field or offset-sum element replaced by a value of another shape."""
+    info = data.draw(subscription_infos(st.just(data.draw(st.sampled_from((3, 4)))), named=False))
+    payload = encode_subscription(info)
+    Codec().decode_subscription(payload)
+    items = msgpack.unpackb(payload, raw=False)
+    at = data.draw(st.integers(0, len(items) - 1))
+    replacement = data.draw(st.one_of(_LEAVES, st.lists(_LEAVES, max_size=4)))
+    groups_at = 6 if items[0] == 4 else 5
+    if at == groups_at and items[at] and data.draw(st.booleans()):
+        group = items[at][0]
+        group[data.draw(st.integers(0, len(group) - 1))] = replacement
+    else:
+        items[at] = replacement
+    agree(msgpack.packb(items, use_bin_type=True))
+
+
+def test_declines_what_it_does_not_handle() -> None:
+    """Older versions, client tags, named topologies and large payloads are left to the
+    streaming reader."""
+    base = dict(
+        latest_supported_version=LATEST_VERSION,
+        process_id=ProcessId.for_int(8),
+        task_offset_sums={TaskId(0, 1): 5},
+    )
+    older = encode_subscription(SubscriptionInfo(version=2, **base))
+    tagged = encode_subscription(
+        SubscriptionInfo(version=LATEST_VERSION, client_tags={"zone": "a"}, **base)
+    )
+    named = encode_subscription(
+        SubscriptionInfo(
+            version=LATEST_VERSION,
+            latest_supported_version=LATEST_VERSION,
+            process_id=ProcessId.for_int(8),
+            task_offset_sums={TaskId(0, 1, topology="orders"): 5},
+        )
+    )
+    large = encode_subscription(
+        SubscriptionInfo(
+            version=LATEST_VERSION,
+            latest_supported_version=LATEST_VERSION,
+            process_id=ProcessId.for_int(8),
+            task_offset_sums={TaskId(0, p): 10**12 for p in range(FAST_MAX_BYTES // 4)},
+        )
+    )
+    assert len(large) > FAST_MAX_BYTES
+    for payload in (older, tagged, named, large):
+        assert isinstance(Codec().decode_subscription(payload), SubscriptionInfo)
+        assert decode_fast(payload, LATEST_VERSION) is None
