@@ -2,9 +2,10 @@
 
 Figure: milliseconds of ``HighAvailabilityTaskAssignor.place_tasks`` for the group that remains
 after the last of C single-thread clients left, each reporting what the first rebalance gave it
-(actives as running, standbys caught up), over one stateful topic of P partitions. That is
-where task movement dominates: the leaving member's tasks land on clients that are not caught
-up and move back, one constrained poll after another.
+(actives as running; standbys at offset 0 of 100,000, so beyond the default
+``acceptable.recovery.lag`` of 10,000 and not caught up), over one stateful topic of P
+partitions. That is where task movement dominates: the leaving member's tasks land on clients
+that are not caught up and move back, one constrained poll after another.
 
 Process ids are small ints (as the other benches use) or random UUIDs (as real instances have):
 with UUIDs, clients share hash buckets, so Kafka's constrained-poll resets depend on the queue's

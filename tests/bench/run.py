@@ -378,8 +378,9 @@ def java_grid(report: Report, worker: Worker, quick: bool, runs: int, budget_s: 
                 calls.append((f"java{r}", functools.partial(java, r)))
             shape = dict(partitions=partitions, instances=n_clients, threads=threads,
                          standbys=standbys, topics=1)
-            # As Kafka's test: the second round with the same clients, standbys caught up to
-            # offset 0 (lag 100,000), so the HA assignor has real work in both rounds.
+            # As Kafka's test: the second round with the same clients, standbys reporting
+            # offset 0 (lag 100,000, beyond acceptable.recovery.lag, so not caught up), so the
+            # HA assignor has real work in both rounds.
             leader_call = functools.partial(worker.call, "leader_story", shape=shape,
                                             leave=False, standby_offset=0)
             calls.append(("leader", leader_call))
