@@ -21,6 +21,7 @@ import logging
 from collections.abc import Callable, Collection, Mapping
 
 from assignor.config import AssignorConfig
+from assignor.placement.caught_up import Budget, CaughtUp
 from assignor.placement.client_state import ClientState
 from assignor.placement.standby import (
     assign_standbys_default,
@@ -28,12 +29,7 @@ from assignor.placement.standby import (
     tag_movement_allowed,
 )
 from assignor.placement.task_assignor import TaskAssignment
-from assignor.placement.task_movement import (
-    Budget,
-    CaughtUp,
-    assign_active_movements,
-    assign_standby_movements,
-)
+from assignor.placement.task_movement import assign_active_movements, assign_standby_movements
 from assignor.placement.workspace import Workspace
 from protocol.ids import ProcessId, TaskId
 

@@ -192,6 +192,15 @@ class Workspace:
         self.keys[client] = (count / self.capacity[client], client)
         self.touched.append(client)
 
+    def swap_standby_and_active(self, task: int, source: int, destination: int) -> None:
+        """Task movement's swap: ``source``'s standby of ``task`` becomes its active, and the
+        active on ``destination`` becomes a standby (loads unchanged, keys and ``touched`` as
+        four separate steps, as Kafka's four calls)."""
+        self.unassign_standby(source, task)
+        self.assign_active(source, task)
+        self.unassign_active(destination, task)
+        self.assign_standby(destination, task)
+
     def results(self) -> dict[ProcessId, ClientState]:
         tasks = self.tasks
         return {
