@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from assignor.placement.lags import is_caught_up
+from assignor.placement.lags import LONG_MAX, is_caught_up
 from assignor.placement.workspace import Workspace
+from protocol.messages import LATEST_OFFSET
 
 
 class CaughtUp:
@@ -50,16 +51,22 @@ class CaughtUp:
 
     def candidates(self, task: int) -> list[int] | None:
         """The caught-up clients if few (the reporting ones), ``None`` if most clients are."""
-        if task in self._candidates:
-            return self._candidates[task]
+        cache = self._candidates
+        if task in cache:
+            return cache[task]
         lags = self.ws.lags
-        found: list[int] | None = None
+        reported = lags.special[task]
         acceptable = self._acceptable
-        if not is_caught_up(lags.default[task], acceptable) or len(lags.special[task]) >= len(
-            self.ws.pids
-        ):
-            found = [c for c, lag in lags.special[task].items() if is_caught_up(lag, acceptable)]
-        self._candidates[task] = found
+        found: list[int] | None = None
+        if not is_caught_up(lags.default[task], acceptable) or len(reported) >= len(self.ws.pids):
+            if acceptable == LONG_MAX:
+                found = list(reported)
+            else:  # ``is_caught_up`` inlined: one test per reporting client
+                latest = LATEST_OFFSET
+                found = [
+                    c for c, lag in reported.items() if lag == latest or 0 <= lag <= acceptable
+                ]
+        cache[task] = found
         return found
 
     def candidate_set(self, task: int, candidates: list[int]) -> frozenset[int]:
@@ -80,24 +87,45 @@ class CaughtUp:
             found = self._min[task] = min(values)
         return found
 
-    def to_move(self, client: int, tasks: set[int]) -> list[int]:
-        """The client's ``tasks`` it should give up, in task order: those it is not caught up
-        on while some client is strictly further ahead. One call per client, not per task
-        (the setup of both movements looks at every assigned stateful task)."""
+    def add_moves(
+        self,
+        client: int,
+        tasks: set[int],
+        moves: list[tuple[int, int]],
+        keys: list[tuple[int, int]],
+    ) -> None:
+        """Append to ``moves`` (task, client) for each of the client's ``tasks`` it should give
+        up, in task order: those it is not caught up on while some client is strictly further
+        ahead; and to ``keys`` each one's (caught-up clients, task), Kafka's movement order.
+        One call per client, not per task (the setup of both movements looks at every assigned
+        stateful task); the caught-up test is inlined (``lags.is_caught_up``), and the count
+        is the candidates' when they are listed (then they are every caught-up client)."""
+        acceptable = self._acceptable
+        if acceptable == LONG_MAX:
+            return  # every client is caught up on everything: nothing to move
         lags = self.ws.lags
         special = lags.special
         default = lags.default
-        acceptable = self._acceptable
-        min_lag = self.min_lag
+        everyone = len(self.ws.pids)
         found = []
-        for task in sorted(tasks):
+        for task in tasks:
             reported = special[task]
             if not reported:
                 continue  # every client has the default lag: none is strictly further ahead
             lag = reported.get(client, default[task])
-            if not is_caught_up(lag, acceptable) and min_lag(task) < lag:
+            if lag == LATEST_OFFSET or 0 <= lag <= acceptable:
+                continue  # caught up
+            least = min(reported.values())  # ``min_lag``, without its cache for one look
+            if len(reported) < everyone:
+                least = min(least, default[task])
+            if least < lag:
                 found.append(task)
-        return found
+        found.sort()
+        candidates = self.candidates
+        for task in found:
+            listed = candidates(task)
+            keys.append((len(listed) if listed is not None else self.count(task), task))
+            moves.append((task, client))
 
     def by_lag(self, task: int) -> Iterator[int]:
         """All clients, least lag first, ties by ``ProcessId`` (Kafka's ``tasksToClientByLag``)."""

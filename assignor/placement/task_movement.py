@@ -75,9 +75,7 @@ def assign_active_movements(
     keys: list[tuple[int, int]] = []
     moves: list[tuple[int, int]] = []
     for client in range(len(ws.pids)):
-        for task in caught.to_move(client, ws.active[client]):
-            keys.append((caught.count(task), task))
-            moves.append((task, client))
+        caught.add_moves(client, ws.active[client], moves, keys)
     needed = len(moves)
     order = _poll_order(keys)
     if settled_active_movements(ws, caught, moves, order, warmups, budget):
@@ -129,9 +127,7 @@ def assign_standby_movements(
     for destination in range(len(ws.pids)):
         warm = warmups.get(destination)
         held = ws.standby[destination]
-        for task in caught.to_move(destination, held - warm if warm else held):
-            keys.append((caught.count(task), task))
-            moves.append((task, destination))
+        caught.add_moves(destination, held - warm if warm else held, moves, keys)
     order = _poll_order(keys)
     settled = settled_standby_movements(ws, caught, moves, order, budget)
     if settled is not None:
