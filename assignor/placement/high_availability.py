@@ -177,6 +177,8 @@ def balance(
 
 def _assign_stateless(ws: Workspace) -> None:
     """Each stateless task, in task order, to the client with the fewest actives per thread."""
+    if len(ws.stateful) == len(ws.tasks):
+        return  # every task stateful (the usual topology): no set, no pass over the tasks
     stateful = set(ws.stateful)
     stateless = [t for t in range(len(ws.tasks)) if t not in stateful]
     if not stateless:

@@ -179,6 +179,20 @@ class Workspace:
         self.keys[client] = (count / self.capacity[client], client)
         self.touched.append(client)
 
+    def assign_new_standbys(self, client: int, tasks: set[int]) -> None:
+        """``assign_standby`` for each of ``tasks`` on a client holding none of them, in one
+        step (standby placement where every client lacking a task gets it)."""
+        standby = self.standby[client]
+        if not standby.isdisjoint(tasks) or not self.active[client].isdisjoint(tasks):
+            raise ValueError(
+                f"some of tasks {sorted(tasks)} are already assigned to {self.pids[client]}"
+            )
+        standby.update(tasks)
+        count = self.count[client] + len(tasks)
+        self.count[client] = count
+        self.keys[client] = (count / self.capacity[client], client)
+        self.touched.append(client)
+
     def unassign_active(self, client: int, task: int) -> None:
         self.active[client].remove(task)
         count = self.count[client] - 1
@@ -213,11 +227,9 @@ class Workspace:
         self.assign_standby(destination, task)
 
     def results(self) -> dict[ProcessId, ClientState]:
-        tasks = self.tasks
+        task_of = self.tasks.__getitem__
         return {
-            pid: state.with_assignment(
-                (tasks[t] for t in self.active[c]), (tasks[t] for t in self.standby[c])
-            )
+            pid: state.with_assignment(map(task_of, self.active[c]), map(task_of, self.standby[c]))
             for c, (pid, state) in enumerate(zip(self.pids, self.clients, strict=True))
         }
 
