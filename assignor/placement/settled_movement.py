@@ -119,7 +119,11 @@ def settled_standby_movements(
             return None
         plan.append((task, destination, free))
 
+    # No look at loads in this loop: copies move by plain set operations (each source holds
+    # no copy, each destination holds one) and the loads are recounted once at the end.
     moved = 0
+    left = budget.left
+    changed: set[int] = set()
     for task, destination, free in plan:
         source: int | None = None
         for c in free:  # at most one; it may have taken a copy of the task by now
@@ -133,8 +137,13 @@ def settled_standby_movements(
             source = caught.most_caught_up(task, destination, eligible)
             if source is None:
                 continue
-        ws.assign_standby(source, task)
-        if not budget.take():
-            ws.unassign_standby(destination, task)
+        standby[source].add(task)
+        changed.add(source)
+        if left <= 0:  # ``budget.take()`` fails: the destination keeps no warm-up
+            standby[destination].remove(task)
+            changed.add(destination)
+        left -= 1
         moved += 1
+    budget.left = left
+    ws.recount(sorted(changed))
     return moved

@@ -221,6 +221,15 @@ class Workspace:
         self.keys[client] = (count / self.capacity[client], client)
         self.touched.append(client)
 
+    def recount(self, clients: list[int]) -> None:
+        """Counts and keys of ``clients`` from their task sets, after a step that changed the
+        sets directly because it reads no load until it ends."""
+        for client in clients:
+            count = len(self.active[client]) + len(self.standby[client])
+            self.count[client] = count
+            self.keys[client] = (count / self.capacity[client], client)
+            self.touched.append(client)
+
     def swap_standby_and_active(self, task: int, source: int, destination: int) -> None:
         """Task movement's swap: ``source``'s standby of ``task`` becomes its active, and the
         active on ``destination`` becomes a standby (loads unchanged, keys and ``touched`` as
