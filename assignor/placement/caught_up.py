@@ -162,6 +162,18 @@ class CaughtUp:
         return None
 
 
+    def source_for_active(self, task: int, destination: int) -> int:
+        """Kafka's last resort for an active movement: the most caught-up client ahead of the
+        destination in lag order (one exists: that is why the movement was scheduled)."""
+        found = self.most_caught_up(task, destination, lambda c: True)
+        if found is None:
+            raise RuntimeError(
+                "Tried to move task to more caught-up client as scheduled before but none "
+                f"exist (task {self.ws.tasks[task]})"
+            )
+        return found
+
+
 class Budget:
     """The warm-up replicas left for this rebalance (Kafka's shared ``AtomicInteger``)."""
 
@@ -174,3 +186,21 @@ class Budget:
         had = self.left
         self.left -= 1
         return had > 0
+
+
+def move_active_and_warm_up(
+    ws: Workspace,
+    task: int,
+    source: int,
+    destination: int,
+    warmups: dict[int, set[int]],
+    budget: Budget,
+) -> None:
+    """Kafka's ``moveActiveAndTryToWarmUp``: the source takes the active; the destination
+    keeps a warm-up standby while the budget lasts (its warm-up set exists either way)."""
+    ws.assign_active(source, task)
+    ws.unassign_active(destination, task)
+    warm = warmups.setdefault(destination, set())
+    if budget.take():
+        ws.assign_standby(destination, task)
+        warm.add(task)

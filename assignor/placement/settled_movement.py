@@ -37,12 +37,8 @@ warm-ups, the budget and the counts.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from assignor.placement.caught_up import Budget, CaughtUp, move_active_and_warm_up
 from assignor.placement.workspace import Workspace
-
-if TYPE_CHECKING:
-    from assignor.placement.caught_up import Budget, CaughtUp
 
 
 def settled_active_movements(
@@ -78,22 +74,11 @@ def settled_active_movements(
         if candidates:
             source = min(candidates, key=keys.__getitem__)
         else:
-            found = caught.most_caught_up(task, destination, lambda c: True)
-            if found is None:
-                raise RuntimeError(
-                    "Tried to move task to more caught-up client as scheduled before but none "
-                    f"exist (task {ws.tasks[task]})"
-                )
-            source = found
+            source = caught.source_for_active(task, destination)
             if task in standby[source]:
                 ws.swap_standby_and_active(task, source, destination)
                 continue
-        ws.assign_active(source, task)
-        ws.unassign_active(destination, task)
-        warm = warmups.setdefault(destination, set())
-        if budget.take():
-            ws.assign_standby(destination, task)
-            warm.add(task)
+        move_active_and_warm_up(ws, task, source, destination, warmups, budget)
     return True
 
 

@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 from assignor._java.hash_codes import process_id_hash, spread
 from assignor._java.priority_queue import JavaPriorityQueue
-from assignor.placement.caught_up import Budget, CaughtUp
+from assignor.placement.caught_up import Budget, CaughtUp, move_active_and_warm_up
 from assignor.placement.constrained_priority_set import ConstrainedPrioritySet
 from assignor.placement.settled_movement import settled_active_movements, settled_standby_movements
 from assignor.placement.workspace import Workspace
@@ -98,22 +98,12 @@ def assign_active_movements(
             continue
         source = _poll(clients, caught, task, None)
         if source is None:
-            source = caught.most_caught_up(task, destination, lambda c: True)
-            if source is None:
-                raise RuntimeError(
-                    "Tried to move task to more caught-up client as scheduled before but none "
-                    f"exist (task {ws.tasks[task]})"
-                )
+            source = caught.source_for_active(task, destination)
             if task in standby[source]:
                 ws.swap_standby_and_active(task, source, destination)
                 clients.offer_all((source, destination))
                 continue
-        ws.assign_active(source, task)
-        ws.unassign_active(destination, task)
-        warm = warmups.setdefault(destination, set())
-        if budget.take():
-            ws.assign_standby(destination, task)
-            warm.add(task)
+        move_active_and_warm_up(ws, task, source, destination, warmups, budget)
         clients.offer_all((source, destination))
     return needed
 
