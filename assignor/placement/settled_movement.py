@@ -37,7 +37,7 @@ warm-ups, the budget and the counts.
 
 from __future__ import annotations
 
-from assignor.placement.caught_up import Budget, CaughtUp, move_active_and_warm_up
+from assignor.placement.caught_up import Budget, CaughtUp
 from assignor.placement.workspace import Workspace
 
 
@@ -66,19 +66,51 @@ def settled_active_movements(
                 holder = c
         plan.append((task, destination, candidates, holder))
 
+    # Kafka's four kinds of move, with the loads kept current in place (the lightest-candidate
+    # picks read them) and no check that a client already holds the task: the plan says so.
+    active = ws.active
+    count = ws.count
+    capacity = ws.capacity
     keys = ws.keys
+    left = budget.left
+    changed: set[int] = set()
     for task, destination, candidates, holder in plan:
-        if holder is not None:
-            ws.swap_standby_and_active(task, holder, destination)
-            continue
-        if candidates:
-            source = min(candidates, key=keys.__getitem__)
-        else:
+        if holder is None and not candidates:
             source = caught.source_for_active(task, destination)
             if task in standby[source]:
-                ws.swap_standby_and_active(task, source, destination)
-                continue
-        move_active_and_warm_up(ws, task, source, destination, warmups, budget)
+                holder = source
+        if holder is not None:  # swap: the holder's standby becomes active, loads unchanged
+            standby[holder].remove(task)
+            active[holder].add(task)
+            active[destination].remove(task)
+            standby[destination].add(task)
+            changed.add(holder)
+            changed.add(destination)
+            continue
+        if not candidates:
+            pass  # ``source`` is the most caught-up client, holding no standby of the task
+        elif len(candidates) == 1:
+            source = candidates[0]
+        else:
+            source = min(candidates, key=keys.__getitem__)
+        active[source].add(task)
+        n = count[source] + 1
+        count[source] = n
+        keys[source] = (n / capacity[source], source)
+        active[destination].remove(task)
+        warm = warmups.setdefault(destination, set())
+        if left > 0:  # ``budget.take()``: the destination keeps a warm-up standby
+            standby[destination].add(task)
+            warm.add(task)
+        else:
+            n = count[destination] - 1
+            count[destination] = n
+            keys[destination] = (n / capacity[destination], destination)
+        left -= 1
+        changed.add(source)
+        changed.add(destination)
+    budget.left = left
+    ws.touched.extend(sorted(changed))  # keys replaced while no queue looked
     return True
 
 
