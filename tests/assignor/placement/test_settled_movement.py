@@ -10,6 +10,8 @@ the budget left and the counts returned must be equal. The workspaces come from 
 conformance scenarios' generator (lags, standbys, warm-up budgets, rack tags) in small groups,
 placed either as the high-availability assignor places them before movement or at random (any
 active owner, up to three standbys anywhere), so both the settled and the fallback path run.
+A lone client, for which the assignor skips lags and movement altogether, is checked against
+the full path too.
 """
 
 from __future__ import annotations
@@ -22,7 +24,12 @@ import pytest
 import assignor.placement.task_movement as task_movement
 from assignor.config import AssignorConfig
 from assignor.placement.caught_up import Budget, CaughtUp
-from assignor.placement.high_availability import _assign_standbys, _assign_stateful_actives
+from assignor.placement.high_availability import (
+    HighAvailabilityTaskAssignor,
+    _assign_standbys,
+    _assign_stateful_actives,
+    assign_high_availability,
+)
 from assignor.placement.workspace import Workspace
 from tests.conformance.ha_scenarios import python_inputs, scenario
 
@@ -117,3 +124,20 @@ def test_a_step_with_two_caught_up_standbys_goes_through_the_queue() -> None:
                 assert ([set(a) for a in ws.active], [set(s) for s in ws.standby]) == before
                 return
     pytest.fail("no random workspace had a task with two caught-up standbys")
+
+
+def test_a_lone_client_skips_lags_and_movement_with_the_same_result() -> None:
+    """One client: the assignor builds no lags and schedules no movement; the full path
+    (lags, both movement steps) gives the same tasks, no warm-ups and no probing."""
+    checked = 0
+    for seed in range(SEEDS):
+        s = scenario(seed, max_clients=1)
+        clients = python_inputs(s)
+        lone = HighAvailabilityTaskAssignor().place_tasks(clients, s.tasks, s.stateful, s.config)
+        ws = Workspace(clients, s.tasks, s.stateful)  # with lags
+        probing, warmups = assign_high_availability(ws, s.config)
+        assert lone.clients == ws.results(), f"seed {seed}"
+        assert (lone.probing_rebalance_needed, lone.warmups) == (probing, {}), f"seed {seed}"
+        assert not any(warmups.values())
+        checked += any(ws.lags.special[t] for t in ws.stateful)  # some client state reported
+    assert checked > SEEDS // 4
