@@ -14,6 +14,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from itertools import repeat
 from operator import attrgetter
+from types import MappingProxyType
 
 from assignor.placement.client_state import ClientState
 from assignor.placement.lags import TaskLags
@@ -21,6 +22,7 @@ from protocol.ids import ProcessId, TaskId
 from protocol.messages import LATEST_OFFSET, UNKNOWN_OFFSET_SUM
 
 _SORT_KEY = attrgetter("sort_key")  # Kafka's TaskId.compareTo
+_NO_REPORTS: Mapping[int, int] = MappingProxyType({})
 
 
 @dataclass(slots=True)
@@ -33,7 +35,7 @@ class Lags:
     """
 
     default: dict[int, int] = field(default_factory=dict)
-    special: dict[int, dict[int, int]] = field(default_factory=dict)
+    special: dict[int, Mapping[int, int]] = field(default_factory=dict)
 
     def lag(self, client: int, task: int) -> int:
         return self.special[task].get(client, self.default[task])
@@ -113,7 +115,10 @@ class Workspace:
                 task = tasks[stateful[ends.index(None)]]
                 raise ValueError(f"no changelog end-offset sum for stateful task {task}")
             defaults: dict[int, int] = dict(zip(stateful, ends, strict=True))  # type: ignore[arg-type]
-            specials: dict[int, dict[int, int]] = {t: {} for t in stateful}
+            # tasks nobody reported share one read-only empty map: at 6,000 tasks, 6,000 dicts
+            # fewer for the allocator and the cyclic collector
+            specials: dict[int, Mapping[int, int]] = dict.fromkeys(stateful, _NO_REPORTS)
+            reported: dict[int, dict[int, int]] = {}
             lags.default = defaults
             lags.special = specials
             number = self.task_index.get
@@ -135,7 +140,11 @@ class Workspace:
                     else:
                         lag = end - offset_sum
                     if lag != end:
-                        specials[found][c] = lag
+                        lags_of = reported.get(found)
+                        if lags_of is None:
+                            lags_of = reported[found] = {}
+                        lags_of[c] = lag
+            specials.update(reported)
             return lags
         for t in stateful:
             task = tasks[t]
