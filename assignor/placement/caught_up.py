@@ -18,13 +18,12 @@ from protocol.messages import LATEST_OFFSET
 class CaughtUp:
     """Which clients are caught up on which stateful task, and the clients in lag order."""
 
-    __slots__ = ("_acceptable", "_candidate_sets", "_candidates", "_count", "_min", "_order", "ws")
+    __slots__ = ("_acceptable", "_candidate_sets", "_candidates", "_count", "_order", "ws")
 
     def __init__(self, ws: Workspace, acceptable_recovery_lag: int) -> None:
         self.ws = ws
         self._acceptable = acceptable_recovery_lag
         self._count: dict[int, int] = {}
-        self._min: dict[int, int] = {}
         self._order: dict[int, list[tuple[int, int]]] = {}
         self._candidates: dict[int, list[int] | None] = {}
         self._candidate_sets: dict[int, frozenset[int]] = {}
@@ -76,17 +75,6 @@ class CaughtUp:
             found = self._candidate_sets[task] = frozenset(candidates)
         return found
 
-    def min_lag(self, task: int) -> int:
-        found = self._min.get(task)
-        if found is None:
-            lags = self.ws.lags
-            special = lags.special[task]
-            values = list(special.values())
-            if len(special) < len(self.ws.pids):
-                values.append(lags.default[task])
-            found = self._min[task] = min(values)
-        return found
-
     def add_moves(
         self,
         client: int,
@@ -115,7 +103,7 @@ class CaughtUp:
             lag = reported.get(client, default[task])
             if lag == LATEST_OFFSET or 0 <= lag <= acceptable:
                 continue  # caught up
-            least = min(reported.values())  # ``min_lag``, without its cache for one look
+            least = min(reported.values())  # the least lag of any client
             if len(reported) < everyone:
                 least = min(least, default[task])
             if least < lag:
