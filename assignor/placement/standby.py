@@ -73,6 +73,8 @@ class _LeastLoaded:
 
 def assign_standbys_default(ws: Workspace, replicas: int) -> None:
     """``DefaultStandbyTaskAssignor``: ``replicas`` copies of each stateful task."""
+    if _copies_everywhere(ws, replicas):
+        return
     clients = _LeastLoaded(ws)
     clients.offer_all(range(len(ws.pids)))
     for task in ws.stateful:
@@ -91,6 +93,40 @@ def _place(ws: Workspace, clients: _LeastLoaded, task: int, remaining: int, repl
         # per task at DEBUG: the leader logs one WARNING with the total (pipeline)
         log.debug(_SHORTFALL, remaining, replicas, ws.tasks[task])
     return remaining
+
+
+def _copies_everywhere(ws: Workspace, replicas: int) -> bool:
+    """Kafka's default placement in one pass per client, when every client lacking a task is
+    to get a copy of it; ``False`` (nothing changed) when that is not so.
+
+    Why it is exact: for each task Kafka polls the least-loaded client without a copy until it
+    has placed ``replicas`` or none is left. When no more clients lack the task than
+    ``replicas``, every one of them gets it, in whatever order the loads put them, so the
+    loads after that task, and by induction the whole result, do not depend on the loads at
+    all. That holds for every task when there are at most ``replicas + 1`` clients and each
+    task is already held by one (its active): a group of two clients with one standby, or
+    one client left. ``tests/assignor/placement/test_standby.py`` checks it against the
+    task-by-task placement on random workspaces.
+    """
+    n = len(ws.pids)
+    stateful = ws.stateful
+    if n > replicas + 1 or not set().union(*ws.active, *ws.standby).issuperset(stateful):
+        return False
+    wanted = set(stateful)
+    if log.isEnabledFor(logging.DEBUG):
+        holders = dict.fromkeys(stateful, 0)
+        for held in (*ws.active, *ws.standby):
+            for task in wanted.intersection(held):
+                holders[task] += 1
+        for task in stateful:
+            remaining = replicas - (n - holders[task])
+            if remaining > 0:
+                log.debug(_SHORTFALL, remaining, replicas, ws.tasks[task])
+    for client in range(n):
+        lacking = wanted.difference(ws.active[client], ws.standby[client])
+        if lacking:
+            ws.assign_new_standbys(client, lacking)
+    return True
 
 
 def assign_standbys_tag_aware(ws: Workspace, replicas: int, rack_tags: tuple[str, ...]) -> None:

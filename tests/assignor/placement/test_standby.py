@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import logging
+import random
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import assignor.placement.standby as standby_module
 from assignor.config import AssignorConfig
 from assignor.placement.client_state import ClientState
 from assignor.placement.high_availability import HighAvailabilityTaskAssignor
@@ -121,3 +123,46 @@ def test_every_task_gets_its_replicas_when_clients_suffice(
         holders = [p for p, c in result.clients.items() if task in c.standby]
         assert len(holders) == min(replicas, n_clients - 1)
         assert not any(task in result.clients[p].active for p in holders)
+
+
+def _random_placed(seed: int) -> tuple[Workspace, int]:
+    """1-4 clients of 1-3 threads, each stateful task active on a random client (the state
+    the default placement starts from), and 1-3 replicas."""
+    rng = random.Random(seed)
+    n = rng.randint(1, 4)
+    clients = {
+        ProcessId.for_int(i): ClientState(ProcessId.for_int(i), rng.randint(1, 3))
+        for i in range(1, n + 1)
+    }
+    tasks = [TaskId(s, p) for s in range(rng.randint(1, 3)) for p in range(rng.randint(1, 12))]
+    ws = Workspace(clients, tasks, tasks, with_lags=False)
+    for task in ws.stateful:
+        ws.assign_active(rng.randrange(n), task)
+    return ws, rng.randint(1, 3)
+
+
+def test_default_in_one_pass_equals_task_by_task(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Where every client lacking a task gets it (at most ``replicas + 1`` clients), the
+    one-pass placement gives Kafka's task-by-task result: copies, loads and the per-task
+    shortfall lines; elsewhere it declines."""
+    decided = 0
+    for seed in range(300):
+        results = []
+        for one_pass in (True, False):
+            ws, replicas = _random_placed(seed)
+            with monkeypatch.context() as patched, caplog.at_level(
+                logging.DEBUG, logger="assignor.placement.standby"
+            ):
+                if not one_pass:
+                    patched.setattr(standby_module, "_copies_everywhere", lambda ws, r: False)
+                caplog.clear()
+                assign_standbys_default(ws, replicas)
+                results.append((ws.standby, ws.count, ws.keys, list(caplog.messages)))
+        assert results[0] == results[1], f"seed {seed}"
+        ws, replicas = _random_placed(seed)
+        fits = len(ws.pids) <= replicas + 1
+        decided += fits
+        assert standby_module._copies_everywhere(ws, replicas) is fits
+    assert decided > 50

@@ -1,0 +1,194 @@
+"""Who is caught up on which task, and the warm-up budget: what both movement steps consult.
+
+Lags are fixed for the whole rebalance, so every answer here is computed once per task and
+kept; :mod:`assignor.placement.task_movement` (Kafka's queue-driven steps) and
+:mod:`assignor.placement.settled_movement` (the same steps where the queue cannot matter) share
+them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from assignor.placement.lags import LONG_MAX, is_caught_up
+from assignor.placement.workspace import Workspace
+from protocol.messages import LATEST_OFFSET
+
+
+class CaughtUp:
+    """Which clients are caught up on which stateful task, and the clients in lag order."""
+
+    __slots__ = ("_acceptable", "_candidate_sets", "_candidates", "_count", "_order", "ws")
+
+    def __init__(self, ws: Workspace, acceptable_recovery_lag: int) -> None:
+        self.ws = ws
+        self._acceptable = acceptable_recovery_lag
+        self._count: dict[int, int] = {}
+        self._order: dict[int, list[tuple[int, int]]] = {}
+        self._candidates: dict[int, list[int] | None] = {}
+        self._candidate_sets: dict[int, frozenset[int]] = {}
+
+    def lag(self, client: int, task: int) -> int:
+        lags = self.ws.lags
+        return lags.special[task].get(client, lags.default[task])
+
+    def is_caught_up(self, client: int, task: int) -> bool:
+        return is_caught_up(self.lag(client, task), self._acceptable)
+
+    def count(self, task: int) -> int:
+        """How many clients are caught up on the task."""
+        found = self._count.get(task)
+        if found is None:
+            lags = self.ws.lags
+            special = lags.special[task]
+            acceptable = self._acceptable
+            caught = sum(1 for lag in special.values() if is_caught_up(lag, acceptable))
+            if is_caught_up(lags.default[task], acceptable):
+                caught += len(self.ws.pids) - len(special)
+            found = self._count[task] = caught
+        return found
+
+    def candidates(self, task: int) -> list[int] | None:
+        """The caught-up clients if few (the reporting ones), ``None`` if most clients are."""
+        cache = self._candidates
+        if task in cache:
+            return cache[task]
+        lags = self.ws.lags
+        reported = lags.special[task]
+        acceptable = self._acceptable
+        found: list[int] | None = None
+        if not is_caught_up(lags.default[task], acceptable) or len(reported) >= len(self.ws.pids):
+            if acceptable == LONG_MAX:
+                found = list(reported)
+            else:  # ``is_caught_up`` inlined: one test per reporting client
+                latest = LATEST_OFFSET
+                found = [
+                    c for c, lag in reported.items() if lag == latest or 0 <= lag <= acceptable
+                ]
+        cache[task] = found
+        return found
+
+    def candidate_set(self, task: int, candidates: list[int]) -> frozenset[int]:
+        """``candidates(task)`` as a set, built once per task rather than once per poll."""
+        found = self._candidate_sets.get(task)
+        if found is None:
+            found = self._candidate_sets[task] = frozenset(candidates)
+        return found
+
+    def add_moves(
+        self,
+        client: int,
+        tasks: set[int],
+        moves: list[tuple[int, int]],
+        keys: list[tuple[int, int]],
+    ) -> None:
+        """Append to ``moves`` (task, client) for each of the client's ``tasks`` it should give
+        up, in task order: those it is not caught up on while some client is strictly further
+        ahead; and to ``keys`` each one's (caught-up clients, task), Kafka's movement order.
+        One call per client, not per task (the setup of both movements looks at every assigned
+        stateful task); the caught-up test is inlined (``lags.is_caught_up``), and the count
+        is the candidates' when they are listed (then they are every caught-up client)."""
+        acceptable = self._acceptable
+        if acceptable == LONG_MAX:
+            return  # every client is caught up on everything: nothing to move
+        lags = self.ws.lags
+        special = lags.special
+        default = lags.default
+        everyone = len(self.ws.pids)
+        found = []
+        for task in tasks:
+            reported = special[task]
+            if not reported:
+                continue  # every client has the default lag: none is strictly further ahead
+            lag = reported.get(client, default[task])
+            if lag == LATEST_OFFSET or 0 <= lag <= acceptable:
+                continue  # caught up
+            least = min(reported.values())  # the least lag of any client
+            if len(reported) < everyone:
+                least = min(least, default[task])
+            if least < lag:
+                found.append(task)
+        found.sort()
+        candidates = self.candidates
+        for task in found:
+            listed = candidates(task)
+            keys.append((len(listed) if listed is not None else self.count(task), task))
+            moves.append((task, client))
+
+    def by_lag(self, task: int) -> Iterator[int]:
+        """All clients, least lag first, ties by ``ProcessId`` (Kafka's ``tasksToClientByLag``)."""
+        order = self._order.get(task)
+        lags = self.ws.lags
+        special = lags.special[task]
+        if order is None:
+            order = self._order[task] = sorted((lag, c) for c, lag in special.items())
+        default = lags.default[task]
+        i = 0
+        while i < len(order) and order[i][0] < default:
+            yield order[i][1]
+            i += 1
+        if len(special) < len(self.ws.pids):
+            for c in range(len(self.ws.pids)):
+                while i < len(order) and order[i][0] == default and order[i][1] < c:
+                    yield order[i][1]
+                    i += 1
+                if c not in special:
+                    yield c
+        while i < len(order):
+            yield order[i][1]
+            i += 1
+
+    def most_caught_up(
+        self, task: int, destination: int, eligible: Callable[[int], bool]
+    ) -> int | None:
+        """The first eligible client ahead of ``destination`` in lag order, if any."""
+        for client in self.by_lag(task):
+            if client == destination:
+                return None
+            if eligible(client):
+                return client
+        return None
+
+
+    def source_for_active(self, task: int, destination: int) -> int:
+        """Kafka's last resort for an active movement: the most caught-up client ahead of the
+        destination in lag order (one exists: that is why the movement was scheduled)."""
+        found = self.most_caught_up(task, destination, lambda c: True)
+        if found is None:
+            raise RuntimeError(
+                "Tried to move task to more caught-up client as scheduled before but none "
+                f"exist (task {self.ws.tasks[task]})"
+            )
+        return found
+
+
+class Budget:
+    """The warm-up replicas left for this rebalance (Kafka's shared ``AtomicInteger``)."""
+
+    __slots__ = ("left",)
+
+    def __init__(self, left: int) -> None:
+        self.left = left
+
+    def take(self) -> bool:
+        had = self.left
+        self.left -= 1
+        return had > 0
+
+
+def move_active_and_warm_up(
+    ws: Workspace,
+    task: int,
+    source: int,
+    destination: int,
+    warmups: dict[int, set[int]],
+    budget: Budget,
+) -> None:
+    """Kafka's ``moveActiveAndTryToWarmUp``: the source takes the active; the destination
+    keeps a warm-up standby while the budget lasts (its warm-up set exists either way)."""
+    ws.assign_active(source, task)
+    ws.unassign_active(destination, task)
+    warm = warmups.setdefault(destination, set())
+    if budget.take():
+        ws.assign_standby(destination, task)
+        warm.add(task)

@@ -1,0 +1,166 @@
+"""Task movement without Kafka's queue, when no poll of the step can depend on its layout.
+
+Kafka's movement steps pick each source client by polling a ``ConstrainedPrioritySet``: the
+queue pops clients until one qualifies, and because loads change while clients sit in it, the
+pick can depend on the queue's array layout, which
+:mod:`assignor.placement.constrained_priority_set` reproduces at a cost of a few microseconds
+per step. In the common small-group rebalance (a member left, every survivor is caught up on
+the tasks it had, at most one standby per task) no pick depends on the layout, and this module
+decides the whole step from the workspace alone. Why that is exact:
+
+1. **Every client is queued at every poll.** Each step offers every client first; a poll that
+   answers removes only its answer, and every move re-offers the source and the destination.
+   A poll that answers ``None`` has popped every client and offered them all back.
+2. **A poll whose qualifying set has one client answers that client, and one with none answers
+   ``None``**, whatever the layout (it pops until the one qualifying client or until empty).
+   A poll with none empties the queue and refills it by plain inserts with loads that do not
+   change in between: the refilled array is a heap by the current loads.
+3. **A poll of a heap whose loads are current answers the lightest qualifying client** (by
+   (load, ``ProcessId``), distinct), whatever order the refill happened in.
+4. **Active movement** polls first for a caught-up client holding a standby of the task, then
+   for any caught-up client. Each task is moved once (it is active on one client) and a move
+   changes only its own task's standbys, so what the first poll may find is known at the start
+   of the step. If it is never more than one client (always so with one standby replica), the
+   first poll answers by 2; when it answers ``None`` it was a reset, so the second answers by 3:
+   the lightest caught-up client by the current loads. A task no client is caught up on goes,
+   as in Kafka, to the most caught-up client in lag order, with no queue involved.
+5. **Standby movement** polls for a caught-up client that holds no copy of the task. A move of
+   a task only adds holders of that task (the destination, which may lose its copy, is not
+   caught up), so what a poll may find only shrinks during the step: if it is at most one
+   client at the start for every move, every poll answers by 2.
+
+If a step does not meet its condition, nothing has been changed and the caller runs Kafka's
+steps on the queue. ``tests/assignor/placement/test_settled_movement.py`` runs both on random
+workspaces shaped to meet and to miss the conditions and compares every client's tasks, the
+warm-ups, the budget and the counts.
+"""
+
+from __future__ import annotations
+
+from assignor.placement.caught_up import Budget, CaughtUp
+from assignor.placement.workspace import Workspace
+
+
+def settled_active_movements(
+    ws: Workspace,
+    caught: CaughtUp,
+    moves: list[tuple[int, int]],
+    order: list[int],
+    warmups: dict[int, set[int]],
+    budget: Budget,
+) -> bool:
+    """Kafka's active movements in ``order`` without the queue (the module's point 4), if no
+    poll can depend on its layout; ``False`` (nothing changed) otherwise."""
+    standby = ws.standby
+    plan: list[tuple[int, int, list[int], int | None]] = []
+    for head in order:
+        task, destination = moves[head]
+        candidates = caught.candidates(task)
+        if candidates is None:
+            return False  # most clients are caught up: the queue's order decides
+        holder: int | None = None
+        for c in candidates:
+            if task in standby[c]:
+                if holder is not None:
+                    return False  # two caught-up standbys: the first poll may go either way
+                holder = c
+        plan.append((task, destination, candidates, holder))
+
+    # Kafka's four kinds of move, with the loads kept current in place (the lightest-candidate
+    # picks read them) and no check that a client already holds the task: the plan says so.
+    active = ws.active
+    count = ws.count
+    capacity = ws.capacity
+    keys = ws.keys
+    left = budget.left
+    changed: set[int] = set()
+    for task, destination, candidates, holder in plan:
+        if holder is None and not candidates:
+            source = caught.source_for_active(task, destination)
+            if task in standby[source]:
+                holder = source
+        if holder is not None:  # swap: the holder's standby becomes active, loads unchanged
+            standby[holder].remove(task)
+            active[holder].add(task)
+            active[destination].remove(task)
+            standby[destination].add(task)
+            changed.add(holder)
+            changed.add(destination)
+            continue
+        if not candidates:
+            pass  # ``source`` is the most caught-up client, holding no standby of the task
+        elif len(candidates) == 1:
+            source = candidates[0]
+        else:
+            source = min(candidates, key=keys.__getitem__)
+        active[source].add(task)
+        n = count[source] + 1
+        count[source] = n
+        keys[source] = (n / capacity[source], source)
+        active[destination].remove(task)
+        warm = warmups.setdefault(destination, set())
+        if left > 0:  # ``budget.take()``: the destination keeps a warm-up standby
+            standby[destination].add(task)
+            warm.add(task)
+        else:
+            n = count[destination] - 1
+            count[destination] = n
+            keys[destination] = (n / capacity[destination], destination)
+        left -= 1
+        changed.add(source)
+        changed.add(destination)
+    budget.left = left
+    ws.touched.extend(sorted(changed))  # keys replaced while no queue looked
+    return True
+
+
+def settled_standby_movements(
+    ws: Workspace,
+    caught: CaughtUp,
+    moves: list[tuple[int, int]],
+    order: list[int],
+    budget: Budget,
+) -> int | None:
+    """Kafka's standby movements in ``order`` without the queue (the module's point 5): how
+    many moved, or ``None`` (nothing changed) if a poll could depend on the queue's layout."""
+    active = ws.active
+    standby = ws.standby
+    plan: list[tuple[int, int, list[int]]] = []
+    for head in order:
+        task, destination = moves[head]
+        candidates = caught.candidates(task)
+        if candidates is None:
+            return None
+        free = [c for c in candidates if task not in active[c] and task not in standby[c]]
+        if len(free) > 1:
+            return None
+        plan.append((task, destination, free))
+
+    # No look at loads in this loop: copies move by plain set operations (each source holds
+    # no copy, each destination holds one) and the loads are recounted once at the end.
+    moved = 0
+    left = budget.left
+    changed: set[int] = set()
+    for task, destination, free in plan:
+        source: int | None = None
+        for c in free:  # at most one; it may have taken a copy of the task by now
+            if task not in standby[c]:
+                source = c
+        if source is None:
+
+            def eligible(c: int, t: int = task) -> bool:
+                return t not in active[c] and t not in standby[c]
+
+            source = caught.most_caught_up(task, destination, eligible)
+            if source is None:
+                continue
+        standby[source].add(task)
+        changed.add(source)
+        if left <= 0:  # ``budget.take()`` fails: the destination keeps no warm-up
+            standby[destination].remove(task)
+            changed.add(destination)
+        left -= 1
+        moved += 1
+    budget.left = left
+    ws.recount(sorted(changed))
+    return moved
