@@ -63,10 +63,13 @@ def test_an_applications_own_policy_is_left_alone() -> None:
         gc.enable()
     gc.freeze()
     try:
+        # A frozen object that dies leaves the permanent generation, so the count may only
+        # shrink (by what other threads or finalizers free meanwhile); a freeze of our own
+        # would grow it and an unfreeze empty it.
         frozen = gc.get_freeze_count()
         with older_heap_frozen():
-            assert gc.get_freeze_count() == frozen
-        assert gc.get_freeze_count() == frozen
+            assert 0 < gc.get_freeze_count() <= frozen
+        assert 0 < gc.get_freeze_count() <= frozen
     finally:
         gc.unfreeze()
 
