@@ -22,7 +22,6 @@ import asyncio
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any
 
 from aiokafka.cluster import ClusterMetadata
@@ -32,6 +31,7 @@ from assignor.topology.model import Topology
 from assignor.topology.tasks import TaskLayout
 from protocol.ids import TaskId, TopicPartition
 from simulator.decisions import Decision, read_decision
+from simulator.end_offsets import EndOffsetsSnapshot
 from simulator.faust_peer import FAUST, faust_limits, faust_topics
 from simulator.heap import older_heap_frozen
 from simulator.hosting import (
@@ -112,7 +112,7 @@ class Replay:
         self.state = StateModel(scenario.dynamics, self.layout.tasks, self.layout.stateful)
         self.sims = {spec.name: SimulatedProcess(spec) for spec in scenario.processes}
         self.decisions: dict[int, Decision] = {}
-        self._snapshot: tuple[tuple[int, int], Mapping[TopicPartition, int]] | None = None
+        self._snapshot: tuple[tuple[int, int], EndOffsetsSnapshot] | None = None
         self._threads_by_client: dict[str, Thread] = {
             f"{spec.name}-{thread}": (spec.name, thread)
             for spec in scenario.processes
@@ -171,13 +171,15 @@ class Replay:
     async def read_end_offsets(self) -> Mapping[TopicPartition, int]:
         """Every simulated process's ``end_offsets_reader``: the changelog ends now."""
         self.advance()
-        return self._end_offsets_now(int(self.clock.time() * 1000))
+        return self._end_offsets_now(int(self.clock.time() * 1000)).frozen()
 
-    def _end_offsets_now(self, now_ms: int) -> Mapping[TopicPartition, int]:
-        # one read-only snapshot per virtual instant, shared: copies cost more than assign()
+    def _end_offsets_now(self, now_ms: int) -> EndOffsetsSnapshot:
+        # one read-only snapshot per virtual instant, shared: copies cost more than assign();
+        # built when first read (a listener's snapshot before a join is read only by a leader
+        # whose assign-time read failed)
         key = (now_ms, id(self.layout))
         if self._snapshot is None or self._snapshot[0] != key:
-            self._snapshot = (key, MappingProxyType(self.state.end_offsets(self.layout.changelogs)))
+            self._snapshot = (key, self.state.end_offsets_snapshot(self.layout.changelogs))
         return self._snapshot[1]
 
     # -- processes ----------------------------------------------------------------------------

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from protocol.ids import TaskId, TopicPartition
+from simulator.end_offsets import ChangelogPlan, EndOffsetsSnapshot, split_ends
 from simulator.scenarios import StateDynamics
 
 #: Positions within this many records of the end count as caught up (float rounding).
@@ -111,10 +112,11 @@ class StateModel:
         #: (every thread of a process reports the same sums at one instant, each rebalance)
         self._disk_version = 0
         self._sums: dict[str, tuple[int, dict[TaskId, int]]] = {}
-        self._ordered: tuple[Collection[TaskId], int, list[int]] | None = None
+        #: bumped whenever a changelog end may have moved; ``_at_end`` is cached against it
+        self._ends_moved = 0
+        self._positions: tuple[Collection[TaskId], tuple[int, int], dict[int, float]] | None = None
         self._changelogs: tuple[tuple[int, int], Mapping[TaskId, tuple[TopicPartition, ...]],
-                                list[tuple[int, TopicPartition,
-                                           tuple[TopicPartition, ...]]]] | None = None
+                                ChangelogPlan] | None = None
         #: processes still on the disk they started with (``"settled"``): their threads not
         #: yet assigned, and the task indices those assignments kept
         self._settling: dict[str, tuple[set[int], set[int]]] = {}
@@ -149,6 +151,7 @@ class StateModel:
         self, tasks: Iterable[TaskId], stateful: Iterable[TaskId], *, initial_records: float = 0.0
     ) -> None:
         """New tasks (at start, or after partitions were added) with changelogs of that size."""
+        self._ends_moved += 1
         self._parts.clear()
         self._scanned = None
         stateful_set = set(stateful)
@@ -182,24 +185,28 @@ class StateModel:
             self._settling[process] = (set(range(settle_threads)), set())
         self._disk_version += 1
         disk = self._disk.setdefault(process, {})
-        index, ends = self._index, self._end  # processes x tasks entries at a settled start
-        for i in self._indices_in_order(at_end):
-            if (end := ends[i]) is not None:
-                disk[i] = max(0.0, end)
+        disk.update(self._at_end(at_end))  # processes x tasks entries at a settled start
+        index, ends = self._index, self._end
         for task, lag in (behind or {}).items():
             known = index.get(task)
             if known is not None and (end := ends[known]) is not None:
                 disk[known] = max(0.0, end - lag)
         self._threads.setdefault(process, {})
 
-    def _indices_in_order(self, tasks: Collection[TaskId]) -> list[int]:
-        """The indices of the known ``tasks`` in their order, kept for the same collection:
-        every process of a group that starts caught up names the same tasks."""
-        cached = self._ordered
-        if cached is None or cached[0] is not tasks or cached[1] != len(self.tasks):
-            index = self._index
-            cached = self._ordered = (tasks, len(self.tasks),
-                                      [index[t] for t in tasks if t in index])
+    def _at_end(self, tasks: Collection[TaskId]) -> dict[int, float]:
+        """Local positions at the end of each of the known stateful ``tasks``, in their order;
+        kept for the same collection while no changelog end moves (every process of a group
+        that starts caught up holds the same positions)."""
+        key = (len(self.tasks), self._ends_moved)
+        cached = self._positions
+        if cached is None or cached[0] is not tasks or cached[1] != key:
+            index, ends = self._index, self._end
+            positions: dict[int, float] = {}
+            for task in tasks:
+                i = index.get(task)
+                if i is not None and (end := ends[i]) is not None:
+                    positions[i] = max(0.0, end)
+            cached = self._positions = (tasks, key, positions)
         return cached[2]
 
     def stop(self, process: str, thread: int | None = None) -> None:
@@ -276,22 +283,17 @@ class StateModel:
         self, changelogs: Mapping[TaskId, tuple[TopicPartition, ...]]
     ) -> dict[TopicPartition, int]:
         """Changelog end offsets per partition, the task's end split so the sums match."""
-        offsets: dict[TopicPartition, int] = {}
-        ends = self._end
-        for i, first, rest_of in self._changelog_plan(changelogs):
-            total = int((ends[i] if i >= 0 else None) or 0.0)
-            if not rest_of:
-                offsets[first] = total
-                continue
-            share, rest = divmod(total, len(rest_of) + 1)
-            offsets[first] = share + rest
-            for tp in rest_of:
-                offsets[tp] = share
-        return offsets
+        return split_ends(self._changelog_plan(changelogs), self._end)
+
+    def end_offsets_snapshot(
+        self, changelogs: Mapping[TaskId, tuple[TopicPartition, ...]]
+    ) -> EndOffsetsSnapshot:
+        """:meth:`end_offsets` now, built when first read (``simulator.end_offsets``)."""
+        return EndOffsetsSnapshot(self._changelog_plan(changelogs), list(self._end))
 
     def _changelog_plan(
         self, changelogs: Mapping[TaskId, tuple[TopicPartition, ...]]
-    ) -> list[tuple[int, TopicPartition, tuple[TopicPartition, ...]]]:
+    ) -> ChangelogPlan:
         """``changelogs`` as (task index or -1, first partition, the others), in its order,
         kept while the mapping and the task list stay the same: the leader's end offsets are
         read at every rebalance instant, and a ``TaskId`` lookup is a Python-level hash."""
@@ -457,6 +459,7 @@ class StateModel:
                 disk[i] += gained
                 self.restored += gained
         written = dynamics.write_rate * step
+        self._ends_moved += 1
         for i in scan.grow:
             ends[i] += written  # type: ignore[operator]  # stateful tasks only
         for disk, i in scan.follow:
@@ -464,9 +467,15 @@ class StateModel:
         reach, trail = dynamics.restore_rate * step, dynamics.standby_trail
         replayed = self.standby_replayed
         for disk, i in scan.standby:
-            end = ends[i]
             before = disk.get(i, 0.0)
-            after = min(before + reach, max(before, end - trail))  # type: ignore[operator]
+            # min(before + reach, max(before, end - trail)), as comparisons (same floats;
+            # the builtins' calls were most of this loop)
+            target = ends[i] - trail  # type: ignore[operator]  # stateful tasks only
+            if not target > before:
+                target = before
+            after = before + reach
+            if target < after:
+                after = target
             disk[i] = after
             replayed += after - before
         self.standby_replayed = replayed
