@@ -429,6 +429,7 @@ class Replay:
         for sim in self.sims.values():
             for hosted in sim.hosted:
                 hosted.cancel_followup()
+        self.coordinator.close()
         await crash_all(m for sim in self.sims.values() for m in sim.members)
 
     def run(self) -> ReplayResult:
