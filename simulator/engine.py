@@ -35,7 +35,6 @@ from simulator.end_offsets import EndOffsetsSnapshot
 from simulator.faust_peer import FAUST, faust_limits, faust_topics
 from simulator.heap import older_heap_frozen
 from simulator.hosting import (
-    ChangeWatch,
     HostedAssignor,
     SimulatedProcess,
     crash,
@@ -48,6 +47,7 @@ from simulator.hosting import (
 from simulator.incarnations import Incarnations
 from simulator.layout import cluster_layout
 from simulator.metrics import Ownership, RebalanceRow, ScenarioRow, Thread, Violation
+from simulator.roster import Roster
 from simulator.scenarios import (
     OUR_ASSIGNORS,
     AddPartitionsEvent,
@@ -119,7 +119,7 @@ class Replay:
             for thread in range(spec.threads)
         }
         self._pending: set[asyncio.Task[None]] = set()
-        self._watch = ChangeWatch()
+        self._roster = Roster(self.sims.values())
         self._ours = scenario.assignor in OUR_ASSIGNORS
         self._incarnations = Incarnations(
             scenario, self.topology, offset_sums=self.state.offset_sums,
@@ -190,6 +190,7 @@ class Replay:
         self.advance()
         spec = sim.spec
         sim.up = True
+        self._roster.changed()
         sim.incarnation += 1
         sim.paused_until = None
         sim.members, sim.hosted = [], []
@@ -212,6 +213,7 @@ class Replay:
             return
         self.advance()
         sim.up = False
+        self._roster.changed()
         for hosted in sim.hosted:
             hosted.cancel_followup()
         for member in sim.members:
@@ -256,12 +258,13 @@ class Replay:
     def _member(self, hosted: HostedAssignor, client_id: str, instance: str | None
                 ) -> ShimMember:
         """A started consumer session around ``hosted`` (bound for follow-up rebalances)."""
+        self._roster.changed()  # the caller puts it in ``sim.members`` before anything runs
         return start_member(
             hosted, self.coordinator, self._topics, self.cluster, self.scenario.timeouts,
             group_id=self.topology.application_id,
             client_id=client_id,
             instance=instance,
-            on_change=self._watch.notify,
+            on_change=self._roster.member_changed,
         )
 
     def _later(self, delay: float, action: Callable[[], Any]) -> None:
@@ -358,7 +361,7 @@ class Replay:
 
     # -- the run ------------------------------------------------------------------------------
     def _live_members(self) -> list[ShimMember]:
-        return [m for sim in self.sims.values() if sim.up for m in sim.members if m.running]
+        return self._roster.live()
 
     def settled(self, live: list[ShimMember] | None = None) -> bool:
         """No rebalance pending or scheduled, and every owned task processed by a caught-up
@@ -415,7 +418,7 @@ class Replay:
                 break
             soon = self.state.next_change_in()
             wait = max(0.001, min(_POLL_S, remaining, soon if soon is not None else _POLL_S))
-            changes = [*self._watch.arm(live, clock.create_future), *self._pending]
+            changes = [*self._roster.arm(live, clock.create_future), *self._pending]
             if changes:  # wake up at a member's next change, or when a delayed event ran
                 await asyncio.wait(changes, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
             else:
