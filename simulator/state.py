@@ -264,9 +264,8 @@ class StateModel:
         keeps; a fresh dict per consumer's join cost a copy per member per rebalance)."""
         cached = self._sums.get(process)
         if cached is None or cached[0] != self._disk_version:
-            disk = self._disk.get(process, {})  # the same dict as a comprehension, built in C
-            ids = map(self.tasks.__getitem__, disk)
-            sums = dict(zip(ids, map(int, disk.values()), strict=True))
+            ids = self.tasks
+            sums = {ids[i]: int(x) for i, x in self._disk.get(process, {}).items()}
             cached = self._sums[process] = (self._disk_version, sums)
         return MappingProxyType(cached[1])
 
