@@ -20,28 +20,21 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any
 
 from aiokafka.cluster import ClusterMetadata
 
-from assignor.adapter.process import (
-    DEFAULT_END_OFFSETS_MAX_AGE_MS,
-    StreamsProcess,
-    derive_process_id,
-)
+from assignor.adapter.process import DEFAULT_END_OFFSETS_MAX_AGE_MS, StreamsProcess
 from assignor.topology.model import Topology
 from assignor.topology.tasks import TaskLayout
-from protocol.codec import Codec
-from protocol.ids import HostInfo, ProcessId, TaskId, TopicPartition
+from protocol.ids import TaskId, TopicPartition
 from simulator.decisions import Decision, read_decision
+from simulator.end_offsets import EndOffsetsSnapshot
 from simulator.faust_peer import FAUST, faust_limits, faust_topics
 from simulator.heap import older_heap_frozen
 from simulator.hosting import (
-    ChangeWatch,
     HostedAssignor,
     SimulatedProcess,
     crash,
@@ -51,8 +44,10 @@ from simulator.hosting import (
     start_member,
     stop_member,
 )
+from simulator.incarnations import Incarnations
 from simulator.layout import cluster_layout
 from simulator.metrics import Ownership, RebalanceRow, ScenarioRow, Thread, Violation
+from simulator.roster import Roster
 from simulator.scenarios import (
     OUR_ASSIGNORS,
     AddPartitionsEvent,
@@ -78,8 +73,6 @@ from simulator.shim import (
 from simulator.state import StateModel
 from simulator.summary import rebalance_history, replay_command, scenario_row
 
-#: Namespace of the process ids of dynamic simulated processes (static ones use the adapter's).
-_SIM_NAMESPACE = uuid.UUID("0b5e6c1e-7d4a-5c57-8a8e-51a1c0de0013")
 #: Longest virtual sleep while waiting for the group to settle: bounds how stale a check is.
 _POLL_S = 5.0
 #: The shim's journal keeps this many events (records are always all kept).
@@ -119,18 +112,28 @@ class Replay:
         self.state = StateModel(scenario.dynamics, self.layout.tasks, self.layout.stateful)
         self.sims = {spec.name: SimulatedProcess(spec) for spec in scenario.processes}
         self.decisions: dict[int, Decision] = {}
-        self._snapshot: tuple[tuple[int, int], Mapping[TopicPartition, int]] | None = None
+        self._snapshot: tuple[tuple[int, int], EndOffsetsSnapshot] | None = None
         self._threads_by_client: dict[str, Thread] = {
             f"{spec.name}-{thread}": (spec.name, thread)
             for spec in scenario.processes
             for thread in range(spec.threads)
         }
         self._pending: set[asyncio.Task[None]] = set()
-        self._watch = ChangeWatch()
+        self._roster = Roster(self.sims.values())
         self._ours = scenario.assignor in OUR_ASSIGNORS
+        self._incarnations = Incarnations(
+            scenario, self.topology, offset_sums=self.state.offset_sums,
+            read_end_offsets=self.read_end_offsets,
+            clock_ms=lambda: int(self.clock.time() * 1000),
+        )
         for sim in self.sims.values():
-            self.state.add_process(sim.name, self._initial_behind(sim.spec), settle_threads=(
-                sim.spec.threads if sim.spec.initial_state == "settled" else 0))
+            spec = sim.spec
+            # "settled" starts caught up too; the state model trims it at the first assignment
+            self.state.add_process(
+                sim.name, self._initial_behind(spec),
+                at_end=(self.layout.stateful if spec.initial_state in ("caught_up", "settled")
+                        else ()),
+                settle_threads=spec.threads if spec.initial_state == "settled" else 0)
         self._topics: list[str] = sorted(self.topology.source_topics)
         if scenario.assignor == FAUST:  # it subscribes to changelogs too; what it cannot say
             self._topics = faust_topics(self.topology)
@@ -151,8 +154,7 @@ class Replay:
     def _initial_behind(self, spec: ProcessSpec) -> dict[TaskId, float]:
         if isinstance(spec.initial_state, dict):
             return {TaskId.parse(task): float(lag) for task, lag in spec.initial_state.items()}
-        # "settled" starts caught up too; the state model trims it at the first assignment
-        return {} if spec.initial_state == "empty" else dict.fromkeys(self.layout.stateful, 0.0)
+        return {}
 
     def advance(self) -> None:
         self.state.advance(self.clock.time())
@@ -169,50 +171,32 @@ class Replay:
     async def read_end_offsets(self) -> Mapping[TopicPartition, int]:
         """Every simulated process's ``end_offsets_reader``: the changelog ends now."""
         self.advance()
-        return self._end_offsets_now(int(self.clock.time() * 1000))
+        return self._end_offsets_now(int(self.clock.time() * 1000)).frozen()
 
-    def _end_offsets_now(self, now_ms: int) -> Mapping[TopicPartition, int]:
-        # one read-only snapshot per virtual instant, shared: copies cost more than assign()
+    def _end_offsets_now(self, now_ms: int) -> EndOffsetsSnapshot:
+        # one read-only snapshot per virtual instant, shared: copies cost more than assign();
+        # built when first read (a listener's snapshot before a join is read only by a leader
+        # whose assign-time read failed)
         key = (now_ms, id(self.layout))
         if self._snapshot is None or self._snapshot[0] != key:
-            self._snapshot = (key, MappingProxyType(self.state.end_offsets(self.layout.changelogs)))
+            self._snapshot = (key, self.state.end_offsets_snapshot(self.layout.changelogs))
         return self._snapshot[1]
 
     # -- processes ----------------------------------------------------------------------------
-    def _process_id(self, sim: SimulatedProcess) -> ProcessId:
-        if sim.spec.static:
-            return derive_process_id(self.topology.application_id, sim.name)
-        key = f"{self.scenario.seed}\x00{sim.name}\x00{sim.disk_generation}"
-        return ProcessId(uuid.uuid5(_SIM_NAMESPACE, key))
-
     def start(self, sim: SimulatedProcess) -> None:
         """A new incarnation of the process: fresh memory, its disk as the state model has it."""
         if sim.up:
             return
         self.advance()
-        spec, clock = sim.spec, self.clock
+        spec = sim.spec
         sim.up = True
+        self._roster.changed()
         sim.incarnation += 1
         sim.paused_until = None
         sim.members, sim.hosted = [], []
         sim.process = None
         if self._ours:
-            endpoint = None
-            if spec.endpoint is not None:
-                host, _, port = spec.endpoint.rpartition(":")
-                endpoint = HostInfo(host, int(port))
-            name = sim.name
-            sim.process = StreamsProcess(
-                self.topology,
-                self.scenario.assignor_config(spec),
-                process_id=self._process_id(sim),
-                group_instance_id=name if spec.static else None,
-                endpoint=endpoint,
-                state=lambda: self.state.offset_sums(name),
-                codec=Codec(sim.version),
-                end_offsets_reader=self.read_end_offsets,
-                clock_ms=lambda: int(clock.time() * 1000),
-            )
+            sim.process = self._incarnations.build(sim)
         for thread in range(spec.threads):
             instance = f"{sim.name}-{thread}" if spec.static else None
             if sim.process is not None:
@@ -229,6 +213,7 @@ class Replay:
             return
         self.advance()
         sim.up = False
+        self._roster.changed()
         for hosted in sim.hosted:
             hosted.cancel_followup()
         for member in sim.members:
@@ -273,12 +258,13 @@ class Replay:
     def _member(self, hosted: HostedAssignor, client_id: str, instance: str | None
                 ) -> ShimMember:
         """A started consumer session around ``hosted`` (bound for follow-up rebalances)."""
+        self._roster.changed()  # the caller puts it in ``sim.members`` before anything runs
         return start_member(
             hosted, self.coordinator, self._topics, self.cluster, self.scenario.timeouts,
             group_id=self.topology.application_id,
             client_id=client_id,
             instance=instance,
-            on_change=self._watch.notify,
+            on_change=self._roster.member_changed,
         )
 
     def _later(self, delay: float, action: Callable[[], Any]) -> None:
@@ -375,7 +361,7 @@ class Replay:
 
     # -- the run ------------------------------------------------------------------------------
     def _live_members(self) -> list[ShimMember]:
-        return [m for sim in self.sims.values() if sim.up for m in sim.members if m.running]
+        return self._roster.live()
 
     def settled(self, live: list[ShimMember] | None = None) -> bool:
         """No rebalance pending or scheduled, and every owned task processed by a caught-up
@@ -432,7 +418,7 @@ class Replay:
                 break
             soon = self.state.next_change_in()
             wait = max(0.001, min(_POLL_S, remaining, soon if soon is not None else _POLL_S))
-            changes = [*self._watch.arm(live, clock.create_future), *self._pending]
+            changes = [*self._roster.arm(live, clock.create_future), *self._pending]
             if changes:  # wake up at a member's next change, or when a delayed event ran
                 await asyncio.wait(changes, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
             else:
@@ -446,6 +432,7 @@ class Replay:
         for sim in self.sims.values():
             for hosted in sim.hosted:
                 hosted.cancel_followup()
+        self.coordinator.close()
         await crash_all(m for sim in self.sims.values() for m in sim.members)
 
     def run(self) -> ReplayResult:

@@ -27,19 +27,48 @@ it is not counts toward its unavailability (task-seconds).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
 from protocol.ids import TaskId, TopicPartition
+from simulator.end_offsets import ChangelogPlan, EndOffsetsSnapshot, split_ends
 from simulator.scenarios import StateDynamics
 
 #: Positions within this many records of the end count as caught up (float rounding).
 _EPSILON = 1e-6
 
 
-#: available tasks, restoring tasks per (process, thread), processing (process, task) pairs
-_Scan = tuple[set[int], dict[tuple[str, int], list[int]], list[tuple[str, int]]]
+@dataclass(slots=True)
+class _Part:
+    """One process's share of a scan: what its running threads do now. Kept until something
+    happens to that process (a stop, an assignment, a crash) or one of its restoring tasks
+    catches up; a change to one process of a hundred rescans that one only."""
+
+    available: list[int]
+    restoring: dict[tuple[str, int], list[int]]
+    processing: list[tuple[str, int]]
+    #: the stateful tasks among ``processing``, and their local stores (which follow the end)
+    grow: list[int]
+    follow: list[tuple[dict[int, float], int]]
+    #: stateful standbys of running threads, with their local stores
+    standby: list[tuple[dict[int, float], int]]
+
+
+@dataclass(slots=True)
+class _Scan:
+    """Every process's :class:`_Part` joined in process order, plus what a constant-rate
+    segment touches (listed once, not found anew in each of the hundreds of segments a long
+    replay integrates over one assignment): tasks without a processing owner, and each growing
+    changelog once."""
+
+    available: set[int]
+    restoring: dict[tuple[str, int], list[int]]
+    processing: list[tuple[str, int]]
+    unavailable: set[int]
+    grow: list[int]
+    follow: list[tuple[dict[int, float], int]]
+    standby: list[tuple[dict[int, float], int]]
 
 
 @dataclass(slots=True)
@@ -76,13 +105,18 @@ class StateModel:
         self._disk: dict[str, dict[int, float]] = {}
         self._threads: dict[str, dict[int, _Thread]] = {}
         self._unavailable: list[float] = []
-        #: bumped by every change; ``_scan`` is cached against it (the replay asks often)
-        self._version = 0
-        self._scanned: tuple[int, _Scan] | None = None
+        #: the current scan (None: something changed) and the per-process parts it joins
+        self._scanned: _Scan | None = None
+        self._parts: dict[str, _Part] = {}
         #: bumped when some disk position may have changed; ``offset_sums`` is cached against it
         #: (every thread of a process reports the same sums at one instant, each rebalance)
         self._disk_version = 0
         self._sums: dict[str, tuple[int, dict[TaskId, int]]] = {}
+        #: bumped whenever a changelog end may have moved; ``_at_end`` is cached against it
+        self._ends_moved = 0
+        self._positions: tuple[Collection[TaskId], tuple[int, int], dict[int, float]] | None = None
+        self._changelogs: tuple[tuple[int, int], Mapping[TaskId, tuple[TopicPartition, ...]],
+                                ChangelogPlan] | None = None
         #: processes still on the disk they started with (``"settled"``): their threads not
         #: yet assigned, and the task indices those assignments kept
         self._settling: dict[str, tuple[set[int], set[int]]] = {}
@@ -117,7 +151,9 @@ class StateModel:
         self, tasks: Iterable[TaskId], stateful: Iterable[TaskId], *, initial_records: float = 0.0
     ) -> None:
         """New tasks (at start, or after partitions were added) with changelogs of that size."""
-        self._version += 1
+        self._ends_moved += 1
+        self._parts.clear()
+        self._scanned = None
         stateful_set = set(stateful)
         for task in tasks:
             if task in self._index:
@@ -132,8 +168,10 @@ class StateModel:
         return tuple(sorted(index[t] for t in tasks if t in index))
 
     def add_process(self, process: str, behind: Mapping[TaskId, float] | None = None, *,
-                    settle_threads: int = 0) -> None:
-        """A process's disk: ``behind`` maps tasks to how far their local state trails the end.
+                    at_end: Collection[TaskId] = (), settle_threads: int = 0) -> None:
+        """A process's disk: ``behind`` maps tasks to how far their local state trails the end;
+        ``at_end`` names tasks whose local state is at the end (0 behind; pass the same
+        collection for every process: its task indices are looked up once, not per process).
 
         ``settle_threads``: the process starts *settled*, as in a group that has run under its
         assignor for a while: it holds ``behind`` until each of its threads has had a first
@@ -142,21 +180,38 @@ class StateModel:
         state: the high-availability assignor sees every client caught up and places its
         balanced assignment at once, and a sticky one keeps what it would have kept.
         """
-        self._version += 1
+        self._touch(process)
         if settle_threads:
             self._settling[process] = (set(range(settle_threads)), set())
         self._disk_version += 1
         disk = self._disk.setdefault(process, {})
-        index, ends = self._index, self._end  # processes x tasks entries at a settled start
+        disk.update(self._at_end(at_end))  # processes x tasks entries at a settled start
+        index, ends = self._index, self._end
         for task, lag in (behind or {}).items():
-            i = index.get(task)
-            if i is not None and (end := ends[i]) is not None:
-                disk[i] = max(0.0, end - lag)
+            known = index.get(task)
+            if known is not None and (end := ends[known]) is not None:
+                disk[known] = max(0.0, end - lag)
         self._threads.setdefault(process, {})
+
+    def _at_end(self, tasks: Collection[TaskId]) -> dict[int, float]:
+        """Local positions at the end of each of the known stateful ``tasks``, in their order;
+        kept for the same collection while no changelog end moves (every process of a group
+        that starts caught up holds the same positions)."""
+        key = (len(self.tasks), self._ends_moved)
+        cached = self._positions
+        if cached is None or cached[0] is not tasks or cached[1] != key:
+            index, ends = self._index, self._end
+            positions: dict[int, float] = {}
+            for task in tasks:
+                i = index.get(task)
+                if i is not None and (end := ends[i]) is not None:
+                    positions[i] = max(0.0, end)
+            cached = self._positions = (tasks, key, positions)
+        return cached[2]
 
     def stop(self, process: str, thread: int | None = None) -> None:
         """The thread (every thread if ``None``) stops processing: a rebalance began for it."""
-        self._version += 1
+        self._touch(process)
         for index, state in self._threads.get(process, {}).items():
             if thread is None or index == thread:
                 state.running = False
@@ -165,7 +220,7 @@ class StateModel:
         self, process: str, thread: int, active: Iterable[TaskId], standby: Iterable[TaskId]
     ) -> None:
         """The thread got its assignment and runs it from now on."""
-        self._version += 1
+        self._touch(process)
         self._disk_version += 1
         actives, standbys = self._indices(active), self._indices(standby)
         self._threads.setdefault(process, {})[thread] = _Thread(actives, standbys, True)
@@ -184,15 +239,20 @@ class StateModel:
 
     def crash(self, process: str, *, wipe: bool = False) -> None:
         """The process is gone: its threads and their tasks vanish; its disk stays unless wiped."""
-        self._version += 1
+        self._touch(process)
         self._disk_version += 1
         self._threads[process] = {}
         self._settling.pop(process, None)
         if wipe:
             self._disk[process] = {}
 
+    def _touch(self, process: str) -> None:
+        """Something happened to ``process``: its part of the scan is stale."""
+        self._parts.pop(process, None)
+        self._scanned = None
+
     def wipe(self, process: str) -> None:
-        self._version += 1
+        self._touch(process)
         self._disk_version += 1
         self._settling.pop(process, None)
         self._disk[process] = {}
@@ -223,15 +283,29 @@ class StateModel:
         self, changelogs: Mapping[TaskId, tuple[TopicPartition, ...]]
     ) -> dict[TopicPartition, int]:
         """Changelog end offsets per partition, the task's end split so the sums match."""
-        offsets: dict[TopicPartition, int] = {}
-        for task, partitions in changelogs.items():
-            if not partitions:
-                continue
-            total = int(self.end_of(task) or 0.0)
-            share, rest = divmod(total, len(partitions))
-            for index, tp in enumerate(partitions):
-                offsets[tp] = share + (rest if index == 0 else 0)
-        return offsets
+        return split_ends(self._changelog_plan(changelogs), self._end)
+
+    def end_offsets_snapshot(
+        self, changelogs: Mapping[TaskId, tuple[TopicPartition, ...]]
+    ) -> EndOffsetsSnapshot:
+        """:meth:`end_offsets` now, built when first read (``simulator.end_offsets``)."""
+        return EndOffsetsSnapshot(self._changelog_plan(changelogs), list(self._end))
+
+    def _changelog_plan(
+        self, changelogs: Mapping[TaskId, tuple[TopicPartition, ...]]
+    ) -> ChangelogPlan:
+        """``changelogs`` as (task index or -1, first partition, the others), in its order,
+        kept while the mapping and the task list stay the same: the leader's end offsets are
+        read at every rebalance instant, and a ``TaskId`` lookup is a Python-level hash."""
+        key = (id(changelogs), len(self.tasks))
+        cached = self._changelogs
+        if cached is not None and cached[0] == key and cached[1] is changelogs:
+            return cached[2]
+        index = self._index
+        plan = [(index.get(task, -1), partitions[0], tuple(partitions[1:]))
+                for task, partitions in changelogs.items() if partitions]
+        self._changelogs = (key, changelogs, plan)
+        return plan
 
     # -- questions ----------------------------------------------------------------------------
     def _caught_up(self, process: str, i: int) -> bool:
@@ -253,50 +327,76 @@ class StateModel:
         return owners
 
     def _scan(self) -> _Scan:
-        """One pass over the running threads: tasks available, tasks restoring per thread,
-        and the (process, task) pairs processing. Cached until the next change."""
-        if self._scanned is not None and self._scanned[0] == self._version:
-            return self._scanned[1]
-        available: set[int] = set()
-        restoring: dict[tuple[str, int], list[int]] = {}
-        processing: list[tuple[str, int]] = []
-        ends = self._end
+        """Tasks available, tasks restoring per running thread, the (process, task) pairs
+        processing, and what a segment touches; cached until the next change (see
+        :class:`_Part`)."""
+        scan = self._scanned
+        if scan is not None:
+            return scan
+        scan = _Scan(set(), {}, [], set(), [], [], [])
+        parts = self._parts
         for process, threads in self._threads.items():
-            disk = self._disk.get(process, {})
-            for index, state in threads.items():
-                if not state.running:
-                    continue
-                for i in state.active:
-                    end = ends[i]
-                    if end is None or disk.get(i, -1.0) >= end - _EPSILON:
-                        available.add(i)
-                        processing.append((process, i))
-                    else:
-                        restoring.setdefault((process, index), []).append(i)
-        scan = (available, restoring, processing)
-        self._scanned = (self._version, scan)
+            part = parts.get(process)
+            if part is None:
+                part = parts[process] = self._part(process, threads)
+            scan.available.update(part.available)
+            scan.restoring.update(part.restoring)
+            scan.processing.extend(part.processing)
+            scan.grow.extend(part.grow)
+            scan.follow.extend(part.follow)
+            scan.standby.extend(part.standby)
+        scan.grow = list(dict.fromkeys(scan.grow))  # a task processed twice grows once
+        if len(scan.available) < len(self._end):
+            scan.unavailable = set(range(len(self._end))).difference(scan.available)
+        self._scanned = scan
         return scan
+
+    def _part(self, process: str, threads: Mapping[int, _Thread]) -> _Part:
+        part = _Part([], {}, [], [], [], [])
+        ends = self._end
+        disk = self._disk.get(process)
+        local = disk if disk is not None else {}
+        for index, state in threads.items():
+            if not state.running:
+                continue
+            for i in state.active:
+                end = ends[i]
+                if end is None:
+                    part.available.append(i)
+                    part.processing.append((process, i))
+                elif local.get(i, -1.0) >= end - _EPSILON:
+                    part.available.append(i)
+                    part.processing.append((process, i))
+                    part.grow.append(i)
+                    part.follow.append((local, i))
+                else:
+                    part.restoring.setdefault((process, index), []).append(i)
+            if state.standby:
+                standby_disk = self._disk[process]
+                part.standby.extend((standby_disk, i) for i in state.standby
+                                    if ends[i] is not None)
+        return part
 
     def available(self) -> set[TaskId]:
         """Tasks with a processing active owner right now."""
-        return {self.tasks[i] for i in self._scan()[0]}
+        return {self.tasks[i] for i in self._scan().available}
 
     def all_available(self) -> bool:
-        return len(self._scan()[0]) == len(self.tasks)
+        return len(self._scan().available) == len(self.tasks)
 
     def owned_caught_up(self) -> bool:
         """Every task some running thread owns is processed: nothing is left restoring. (A task
         nobody owns is the assignor's failure, recorded as a violation, not something to wait
         for.)"""
-        return not self._scan()[1]
+        return not self._scan().restoring
 
     def restoring(self) -> dict[tuple[str, int], list[TaskId]]:
         """Active tasks behind their changelog's end, per running thread."""
-        return {k: [self.tasks[i] for i in v] for k, v in self._scan()[1].items()}
+        return {k: [self.tasks[i] for i in v] for k, v in self._scan().restoring.items()}
 
     def next_change_in(self) -> float | None:
         """Seconds until the next restoring task catches up (None: nothing is restoring)."""
-        return self._next_finish(self._scan()[1])
+        return self._next_finish(self._scan().restoring)
 
     def _next_finish(self, restoring: Mapping[tuple[str, int], list[int]]) -> float | None:
         rate = self.dynamics.restore_rate
@@ -322,30 +422,34 @@ class StateModel:
             remaining = now - self.now
             if remaining <= 0:
                 return
-            available, restoring, processing = self._scan()
-            finish = self._next_finish(restoring)
+            scan = self._scan()
+            finish = self._next_finish(scan.restoring)
             step = remaining if finish is None else min(remaining, max(finish, 0.0))
-            self._segment(step, available, restoring, processing)
-            self._version += 1
+            self._segment(step, scan)
             self._disk_version += 1
+            # processing stores stay at their ends and standbys count for nothing here: only a
+            # restoring task that reached its end changes its process's part of the scan
+            self._caught_up_now(scan.restoring)
             self.now = now if step == remaining else self.now + step
         self.now = max(self.now, now)
 
-    def _segment(
-        self,
-        step: float,
-        available: set[int],
-        restoring: Mapping[tuple[str, int], list[int]],
-        processing: list[tuple[str, int]],
-    ) -> None:
-        dynamics = self.dynamics
-        unavailable = self._unavailable
-        if len(available) < len(unavailable):  # the common case once stable: nothing to add
-            for i in range(len(unavailable)):
-                if i not in available:
-                    unavailable[i] += step
+    def _caught_up_now(self, restoring: Mapping[tuple[str, int], list[int]]) -> None:
         ends = self._end
         for (process, _), tasks in restoring.items():
+            disk = self._disk.get(process, {})
+            for i in tasks:
+                end = ends[i]
+                if end is None or disk.get(i, -1.0) >= end - _EPSILON:
+                    self._touch(process)
+                    break
+
+    def _segment(self, step: float, scan: _Scan) -> None:
+        dynamics = self.dynamics
+        unavailable = self._unavailable
+        for i in scan.unavailable:
+            unavailable[i] += step
+        ends = self._end
+        for (process, _), tasks in scan.restoring.items():
             share = dynamics.restore_rate / len(tasks) * step
             disk = self._disk[process]
             for i in tasks:
@@ -355,30 +459,26 @@ class StateModel:
                 disk[i] += gained
                 self.restored += gained
         written = dynamics.write_rate * step
-        grown: set[int] = set()
-        for _, i in processing:
-            end = ends[i]
-            if end is not None and i not in grown:
-                grown.add(i)
-                ends[i] = end + written
-        for process, i in processing:
-            end = ends[i]
-            if end is not None:
-                self._disk[process][i] = end
+        self._ends_moved += 1
+        for i in scan.grow:
+            ends[i] += written  # type: ignore[operator]  # stateful tasks only
+        for disk, i in scan.follow:
+            disk[i] = ends[i]  # type: ignore[assignment]
         reach, trail = dynamics.restore_rate * step, dynamics.standby_trail
-        for process, threads in self._threads.items():
-            disk = self._disk[process]
-            for state in threads.values():
-                if not state.running:
-                    continue
-                for i in state.standby:
-                    end = ends[i]
-                    if end is None:
-                        continue
-                    before = disk.get(i, 0.0)
-                    after = min(before + reach, max(before, end - trail))
-                    disk[i] = after
-                    self.standby_replayed += after - before
+        replayed = self.standby_replayed
+        for disk, i in scan.standby:
+            before = disk.get(i, 0.0)
+            # min(before + reach, max(before, end - trail)), as comparisons (same floats;
+            # the builtins' calls were most of this loop)
+            target = ends[i] - trail  # type: ignore[operator]  # stateful tasks only
+            if not target > before:
+                target = before
+            after = before + reach
+            if target < after:
+                after = target
+            disk[i] = after
+            replayed += after - before
+        self.standby_replayed = replayed
 
 
 __all__ = ["StateModel"]

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import random
+import uuid
+
 from simulator.shim import CoordinatorConfig, ErrorCode
+from simulator.shim.coordinator import random_uuid4
 from tests.simulator.shim.helpers import QUICK, RANGE, Driver, run
 
 NONE = ErrorCode.NONE
@@ -525,3 +529,9 @@ def test_defaults_are_kafkas() -> None:
         3000, 6000, 1_800_000, 300_000)
     assert QUICK.initial_rebalance_delay_ms == 0
     assert RANGE[0][0] == "range"
+
+
+def test_member_ids_carry_the_same_uuid_text_as_the_uuid_module() -> None:
+    rng = random.Random(13)
+    for bits in [0, (1 << 128) - 1, *(rng.getrandbits(128) for _ in range(2000))]:
+        assert random_uuid4(bits) == str(uuid.UUID(int=bits, version=4))

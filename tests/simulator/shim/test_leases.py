@@ -182,3 +182,21 @@ def test_a_session_expiring_on_a_beat_s_instant_is_heard_by_that_beat() -> None:
         assert group.times("join-request", follower, stable_at) == [stable_at + 21.0]
 
     _play(story, session_ms=12_000)
+
+
+def test_members_stopped_after_the_coordinator_closes_leave_no_session_timer() -> None:
+    async def story(group: _Group) -> None:
+        await settle(group.members)
+        table = group.coordinator._groups["g"]
+        first, *rest = group.members
+        await first.crash()  # before close: its session runs on from its last beat
+        assert first.member_id in table.heartbeat_timers
+        group.coordinator.close()
+        before = group.timers
+        for member in rest:
+            await member.crash()
+        assert group.timers == before  # no timer that could never fire
+        assert not any(m.member_id in table.heartbeat_timers for m in rest)
+        assert not table.leases  # their standing heartbeats ended all the same
+
+    _play(story)

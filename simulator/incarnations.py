@@ -1,0 +1,83 @@
+"""How a simulated process's ``StreamsProcess`` is built at each start (an *incarnation*).
+
+What a real application hands Kafka Streams at start-up, here taken from the scenario: its
+process id (derived from ``group.instance.id`` for a static process, as the adapter does; else
+one per disk, since Kafka Streams keeps it in the state directory and a wiped disk gets a new
+one), its validated config, its endpoint and protocol version, and the world's providers (local
+state, changelog end offsets, the virtual clock). A group starts hundreds of processes, and most
+share one config: it is validated once per distinct set of client tags, not once per process.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping
+
+from assignor.adapter.process import EndOffsetsReader, StreamsProcess, derive_process_id
+from assignor.config import AssignorConfig
+from assignor.topology.model import Topology
+from protocol.codec import Codec
+from protocol.ids import HostInfo, ProcessId, TaskId
+from simulator.hosting import SimulatedProcess
+from simulator.scenarios import ProcessSpec, Scenario
+
+#: Namespace of the process ids of dynamic simulated processes (static ones use the adapter's).
+SIM_NAMESPACE = uuid.UUID("0b5e6c1e-7d4a-5c57-8a8e-51a1c0de0013")
+
+
+class Incarnations:
+    """Builds the ``StreamsProcess`` of each start of each process of one replay."""
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        topology: Topology,
+        *,
+        offset_sums: Callable[[str], Mapping[TaskId, int]],
+        read_end_offsets: EndOffsetsReader,
+        clock_ms: Callable[[], int],
+    ) -> None:
+        self._scenario = scenario
+        self._topology = topology
+        self._offset_sums = offset_sums
+        self._read_end_offsets = read_end_offsets
+        self._clock_ms = clock_ms
+        self._configs: dict[tuple[tuple[str, str], ...], AssignorConfig] = {}
+
+    def process_id(self, sim: SimulatedProcess) -> ProcessId:
+        if sim.spec.static:
+            return derive_process_id(self._topology.application_id, sim.name)
+        key = f"{self._scenario.seed}\x00{sim.name}\x00{sim.disk_generation}"
+        return ProcessId(uuid.uuid5(SIM_NAMESPACE, key))
+
+    def config(self, spec: ProcessSpec) -> AssignorConfig:
+        """The process's validated config (frozen), shared by the processes whose client tags
+        are the same: validating it per process cost more at a cold start than ``assign()``."""
+        key = tuple(spec.tags.items())
+        config = self._configs.get(key)
+        if config is None:
+            config = self._configs[key] = self._scenario.assignor_config(spec)
+        return config
+
+    def build(self, sim: SimulatedProcess) -> StreamsProcess:
+        """A fresh ``StreamsProcess`` for ``sim`` as it is now (version, disk generation)."""
+        spec, name = sim.spec, sim.name
+        endpoint = None
+        if spec.endpoint is not None:
+            host, _, port = spec.endpoint.rpartition(":")
+            endpoint = HostInfo(host, int(port))
+        offset_sums = self._offset_sums
+        return StreamsProcess(
+            self._topology,
+            self.config(spec),
+            process_id=self.process_id(sim),
+            group_instance_id=name if spec.static else None,
+            endpoint=endpoint,
+            state=lambda: offset_sums(name),
+            codec=Codec(sim.version),
+            end_offsets_reader=self._read_end_offsets,
+            clock_ms=self._clock_ms,
+        )
+
+
+__all__ = ["SIM_NAMESPACE", "Incarnations"]
