@@ -405,12 +405,22 @@ def distribute_client_tasks(
             active += _task_sorted(stateless_active)
         return ThreadAssignment(active={only: active}, standby={only: _task_sorted(client.standby)})
     # Only consumers that reported tasks have any to take back (most have none at 1,000
-    # threads per client).
-    prev_by_lag = {
-        c: client.prev_tasks_by_lag(c)
-        for c, reported in client.previous_tasks_by_consumer.items()
-        if reported
-    }
+    # threads per client); ``stateful`` splits the actives as above. A consumer that reported
+    # one task (each of a client's busy threads at 1,000 threads per client) has no lags to
+    # order: the task stays if it is stateful.
+    prev_by_lag: dict[str, Sequence[TaskId]] = {}
+    for c, reported in client.previous_tasks_by_consumer.items():
+        if not reported:
+            continue
+        if stateful is not None and type(reported) is frozenset and len(reported) == 1:
+            prev_by_lag[c] = tuple(reported) if not reported.isdisjoint(stateful) else ()
+        else:
+            prev_by_lag[c] = client.prev_tasks_by_lag(c)
+    assigned = getattr(client, "active", None) if stateful is not None else None
+    if type(assigned) is frozenset and stateful is not None:  # two set operations in C
+        return distribute_tasks(
+            consumers, assigned & stateful, client.standby, assigned - stateful, prev_by_lag
+        )
     return distribute_tasks(
         consumers, client.stateful_active, client.standby, client.stateless_active, prev_by_lag
     )
