@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from itertools import chain
+from typing import cast
 
 from assignor.leader.decode import member_groups
 from assignor.leader.model import DecodedGroup, MemberResult
@@ -36,18 +37,40 @@ HostMaps = tuple[PartitionsByHost, PartitionsByHost]
 GROUP_HOST_MAPS_BUDGET_BYTES = KAFKA_GROUP_RECORD_BYTES // 2
 
 
-def host_maps(clients: Mapping[ProcessId, ClientState], layout: TaskLayout) -> HostMaps:
-    """Source partitions of each endpoint's active and standby tasks (clients with an endpoint)."""
+def partitions_of(
+    tasks: Collection[TaskId],
+    layout: TaskLayout,
+    by_id: Mapping[int, tuple[TopicPartition, ...]],
+) -> list[tuple[TopicPartition, ...]]:
+    """Each task's partitions, in the order of ``tasks``: found by object ``id`` in ``by_id``
+    (``PlannedTasks.partitions_by_id``, no Python-level hash per task), or, if any task is not
+    one of the layout's objects, by value."""
+    if by_id:
+        found = list(map(by_id.get, map(id, tasks)))
+        if None not in found:
+            return cast(list[tuple[TopicPartition, ...]], found)
+    return list(map(layout.tasks.__getitem__, tasks))
+
+
+def host_maps(
+    clients: Mapping[ProcessId, ClientState],
+    layout: TaskLayout,
+    by_id: Mapping[int, tuple[TopicPartition, ...]] | None = None,
+) -> HostMaps:
+    """Source partitions of each endpoint's active and standby tasks (clients with an endpoint);
+    ``by_id`` as in :func:`partitions_of`."""
     active: dict[HostInfo, frozenset[TopicPartition]] = {}
     standby: dict[HostInfo, frozenset[TopicPartition]] = {}
-    partitions_of = layout.tasks.__getitem__
+    known = by_id or {}
     for client in clients.values():
         if client.host_info is None:
             continue
         # chained in C: no Python frame per task or partition
-        active[client.host_info] = frozenset(chain.from_iterable(map(partitions_of, client.active)))
+        active[client.host_info] = frozenset(
+            chain.from_iterable(partitions_of(client.active, layout, known))
+        )
         standby[client.host_info] = frozenset(
-            chain.from_iterable(map(partitions_of, client.standby))
+            chain.from_iterable(partitions_of(client.standby, layout, known))
         )
     return active, standby
 
@@ -63,6 +86,7 @@ def encode_members(
     commonly_supported: int,
     followup_consumer: str | None,
     followup_at_ms: int,
+    by_id: Mapping[int, tuple[TopicPartition, ...]] | None = None,
 ) -> dict[str, MemberResult]:
     """One ``AssignmentInfo`` per member, its active tasks aligned with its sorted partitions.
 
@@ -79,6 +103,7 @@ def encode_members(
     # maps (most of 10,000 consumers over 1,000 tasks): built once per maps object, shared.
     idle: dict[int, MemberResult] = {}
     tasks = layout.tasks
+    known = by_id or {}
     results: dict[str, MemberResult] = {}
     # Members with a task (or the follow-up); every other member gets a shared idle answer.
     busy = {
@@ -139,7 +164,13 @@ def encode_members(
                     # order as sorting the partitions themselves, without a Python-level
                     # comparison each.
                     rows = sorted(
-                        [(tp.topic, tp.partition, tp, task) for task in mine for tp in tasks[task]]
+                        [
+                            (tp.topic, tp.partition, tp, task)
+                            for task, parts in zip(
+                                mine, partitions_of(mine, layout, known), strict=True
+                            )
+                            for tp in parts
+                        ]
                     )
                     partitions = tuple([row[2] for row in rows])
                     active_tasks = tuple([row[3] for row in rows])
@@ -154,7 +185,7 @@ def encode_members(
                 standby = {  # a task of one partition: already in order
                     task: parts if len(parts) < 2 else tuple(sorted(parts))
                     for task, parts in zip(
-                        standby_ids, map(tasks.__getitem__, standby_ids), strict=True
+                        standby_ids, partitions_of(standby_ids, layout, known), strict=True
                     )
                 }
             # ``_answer`` inlined: 2,000 calls of eight arguments were a tenth of the step.
@@ -245,4 +276,5 @@ __all__ = [
     "PartitionsByHost",
     "encode_members",
     "host_maps",
+    "partitions_of",
 ]
