@@ -258,7 +258,9 @@ class StreamsPartitionAssignor:
         # each, and its topics counted once.
         made: dict[bytes, tuple[list[str], MemberSubscription]] = {}
         for member_id, meta in members.items():
-            data = bytes(meta.user_data or b"")
+            data = meta.user_data
+            if type(data) is not bytes:  # (aiokafka hands bytes: no copy, no call)
+                data = bytes(data or b"")
             known = made.get(data)
             if known is None or known[0] != meta.subscription:
                 topics.update(meta.subscription)
