@@ -146,6 +146,22 @@ def decode_fast(raw: bytes, latest_supported: int) -> SubscriptionInfo | None:
 def _offset_sums(groups: list[object]) -> dict[object, int] | None:
     """Unnamed groups ``[None, subtopology, delta, sum, ...]`` checked as the streaming
     reader checks them; ``None`` for anything else (a named topology included)."""
+    if len(groups) == 1:  # one task of one subtopology (a busy thread's report), checked inline
+        group = groups[0]
+        if type(group) is list and len(group) == 4 and group[0] is None:
+            _, subtopology, partition, offset_sum = group
+            if (
+                type(subtopology) is int
+                and 0 <= subtopology <= INT32_MAX
+                and type(partition) is int
+                and 0 <= partition <= INT32_MAX
+                and type(offset_sum) is int
+                and (offset_sum >= 0 or offset_sum == -2 or offset_sum == -3)
+                and offset_sum <= INT64_MAX
+            ):
+                task = _TASKS.get((subtopology, partition, None))
+                return None if task is None else {task: offset_sum}
+        # anything else: the loop below accepts or refuses it
     sums: dict[object, int] = {}
     known = _TASKS
     seen: set[int] = set()

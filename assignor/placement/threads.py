@@ -232,17 +232,19 @@ def _assign_pass(
             if load.count(floor) == len(load)
             else [i for i, count in enumerate(load) if count == floor]
         )
-        waiting = set(at_floor)
-        for r in sorted(skipped):
-            consumer = skipped[r]
-            if consumer in waiting and r in queue:
-                assignment.setdefault(consumer, []).append(r)
-                load[consumer] += 1
-                queue.remove(r)
-                waiting.discard(consumer)
-        # The rest in heap-array order, to the threads at the floor that took no skipped task.
-        if len(waiting) < len(at_floor):
-            at_floor = [i for i in at_floor if i in waiting]
+        if skipped:  # (no set of every thread at the floor when nothing was skipped)
+            waiting = set(at_floor)
+            for r in sorted(skipped):
+                consumer = skipped[r]
+                if consumer in waiting and r in queue:
+                    assignment.setdefault(consumer, []).append(r)
+                    load[consumer] += 1
+                    queue.remove(r)
+                    waiting.discard(consumer)
+            # The rest in heap-array order, to the threads at the floor that took no skipped
+            # task.
+            if len(waiting) < len(at_floor):
+                at_floor = [i for i in at_floor if i in waiting]
         leftovers = queue.heap_order()
         if len(leftovers) > len(at_floor):
             # Java would fail here with a NullPointerException.
