@@ -43,7 +43,8 @@ class PlannedTasks:
 def planned_tasks(topology: Topology, source_partitions: Mapping[str, int]) -> PlannedTasks:
     """:func:`plan_tasks`, computed afresh."""
     layout = plan_tasks(topology, source_partitions)
-    return PlannedTasks(layout, {id(task): parts for task, parts in layout.tasks.items()})
+    tasks = layout.tasks
+    return PlannedTasks(layout, dict(zip(map(id, tasks), tasks.values(), strict=True)))  # in C
 
 
 EndSums = Callable[[TaskLayout, Mapping[TopicPartition, int] | None], "dict[TaskId, int] | None"]
