@@ -375,6 +375,11 @@ def interned_tasks() -> dict[tuple[int, int, str | None], TaskId]:
     return _tasks
 
 
+def interned_process_ids() -> dict[bytes, ProcessId]:
+    """The shared ``ProcessId`` table (read only; :func:`process_id` fills it)."""
+    return _process_ids
+
+
 def interned_hosts() -> dict[tuple[str, int], HostInfo]:
     """The shared ``HostInfo`` table (endpoints already checked by :func:`host_info`; read
     only)."""

@@ -8,6 +8,7 @@ every build of the codec reads, and no follow-up, so nothing tells them to rejoi
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import replace
 
 from assignor.leader.guard import Screening, remember_upgrades
@@ -70,14 +71,20 @@ def answer_refused(
 ) -> LeaderResult:
     """Give each refused member its own error assignment (version 1, which every build reads,
     and no follow-up, so nothing tells it to rejoin) and the memory for the next generation."""
-    members = dict(result.members)
-    for member_id, reason in screening.refused.items():
-        info = AssignmentInfo.error(AssignorError.ASSIGNMENT_ERROR, 1)
-        members[member_id] = MemberResult((), info, codec.encode_assignment(info, version=1))
-        log.debug("member %s refused: %s", member_id, reason)
+    members: Mapping[str, MemberResult] = result.members
+    if screening.refused:  # (no copy of 10,000 answers when nobody is refused)
+        with_refused = dict(result.members)
+        for member_id, reason in screening.refused.items():
+            info = AssignmentInfo.error(AssignorError.ASSIGNMENT_ERROR, 1)
+            with_refused[member_id] = MemberResult(
+                (), info, codec.encode_assignment(info, version=1)
+            )
+            log.debug("member %s refused: %s", member_id, reason)
+        members = with_refused
     if result.error is AssignorError.NONE:
         memory = remember_upgrades(
-            screening, decoded.subscriptions, result.commonly_supported_version
+            screening, decoded.subscriptions, result.commonly_supported_version,
+            decoded.groups or None,
         )
     else:  # an error answer tells nobody to upgrade
         memory = replace(screening.memory, upgrade_told={})

@@ -39,6 +39,9 @@ from protocol.messages import SubscriptionInfo
 
 log = logging.getLogger(__name__)
 
+#: members grouped by the subscription object they share (``DecodedGroup.groups``)
+Groups = tuple[tuple[SubscriptionInfo, tuple[str, ...]], ...]
+
 #: How many consecutive upgrade instructions a member may ignore before it is refused. Two, not
 #: one: an instruction can be lost when a new rebalance aborts the generation that carried it.
 IGNORED_UPGRADES_BEFORE_REFUSAL = 2
@@ -70,13 +73,21 @@ class Screening:
 
 
 def screen_members(
-    subscriptions: Mapping[str, SubscriptionInfo], memory: LeaderMemory
+    subscriptions: Mapping[str, SubscriptionInfo],
+    memory: LeaderMemory,
+    groups: Groups | None = None,
 ) -> Screening:
-    """Find process-id clones and version liars among the decoded members."""
+    """Find process-id clones and version liars among the decoded members.
+
+    ``groups``: the members grouped by their subscription object, as
+    ``DecodedGroup.groups`` (computed here when not given).
+    """
+    if groups is None:
+        groups = group_members(subscriptions)
     refused: dict[str, str] = {}
-    clones, endpoints = _find_clones(subscriptions, memory)
+    clones, endpoints = _find_clones(groups, memory)
     refused.update(clones)
-    liars, newly_lying = _find_version_liars(subscriptions, memory, exclude=refused)
+    liars, newly_lying = _find_version_liars(subscriptions, groups, memory, exclude=refused)
     refused.update(liars)
 
     logged_clones = set()
@@ -119,11 +130,14 @@ def remember_upgrades(
     screening: Screening,
     subscriptions: Mapping[str, SubscriptionInfo],
     commonly_supported: int,
+    groups: Groups | None = None,
 ) -> LeaderMemory:
     """Record which served members this generation tells to upgrade to ``commonly_supported``,
-    counting how many times in a row each has been told so already."""
+    counting how many times in a row each has been told so already (``groups``: as in
+    :func:`screen_members`)."""
     told: dict[str, tuple[int, int]] = {}
-    if all(info.version >= commonly_supported for info in _distinct(subscriptions)):
+    distinct = _distinct(subscriptions) if groups is None else [info for info, _ in groups]
+    if all(info.version >= commonly_supported for info in distinct):
         return replace(screening.memory, upgrade_told=told)  # nobody is told to upgrade
     previous = screening.memory.upgrade_told
     for member_id, info in subscriptions.items():
@@ -136,35 +150,32 @@ def remember_upgrades(
 
 
 def _find_clones(
-    subscriptions: Mapping[str, SubscriptionInfo], memory: LeaderMemory
+    groups: Groups, memory: LeaderMemory
 ) -> tuple[dict[str, str], dict[ProcessId, HostInfo | None]]:
     """Members whose process id is announced elsewhere with another endpoint, and the endpoint
     each process id keeps (remembered one first, else that of its smallest member id)."""
     by_process: dict[ProcessId, dict[HostInfo | None, list[str]]] = {}
-    # Members often share one decoded subscription (``assignor.leader.decode``): its list is
-    # found once, not by hashing its process id and endpoint again for every member.
-    list_of: dict[int, list[str]] = {}
-    for member_id in sorted(subscriptions):
-        info = subscriptions[member_id]
-        members = list_of.get(id(info))
-        if members is None:
-            members = list_of[id(info)] = by_process.setdefault(info.process_id, {}).setdefault(
-                info.user_endpoint, []
-            )
-        members.append(member_id)
+    # Members often share one decoded subscription (``assignor.leader.decode``): its process
+    # id and endpoint are hashed once per group, not for every member. The groups come in the
+    # order of their first member, so each process's endpoints are in the order of their
+    # smallest member id.
+    for info, member_ids in groups:
+        by_process.setdefault(info.process_id, {}).setdefault(info.user_endpoint, []).extend(
+            member_ids
+        )
     refused: dict[str, str] = {}
     endpoints: dict[ProcessId, HostInfo | None] = {}
     for process_id, announced in by_process.items():
         remembered = memory.endpoints.get(process_id, _NOT_SEEN)
         if isinstance(remembered, _NotSeen) or remembered not in announced:
-            keep = next(iter(announced))  # smallest member id first (sorted above)
+            keep = next(iter(announced))  # the endpoint of the smallest member id first
         else:
             keep = remembered
         endpoints[process_id] = keep
-        for endpoint, member_ids in announced.items():
+        for endpoint, announcing in announced.items():
             if endpoint == keep:
                 continue
-            for member_id in member_ids:
+            for member_id in sorted(announcing):
                 refused[member_id] = (
                     f"process id {process_id} already runs at endpoint {_show(keep)}, "
                     f"this member announces {_show(endpoint)}"
@@ -174,6 +185,7 @@ def _find_clones(
 
 def _find_version_liars(
     subscriptions: Mapping[str, SubscriptionInfo],
+    groups: Groups,
     memory: LeaderMemory,
     *,
     exclude: Mapping[str, str],
@@ -183,7 +195,7 @@ def _find_version_liars(
     and still send less than they claim). Returns (refused with reasons, newly refused)."""
     liars: dict[str, str] = {}
     new: list[str] = []
-    if all(info.version >= info.latest_supported_version for info in _distinct(subscriptions)):
+    if all(info.version >= info.latest_supported_version for info, _ in groups):
         return liars, new  # every member sends all it claims: no lie, whatever it was told
     for member_id in sorted(subscriptions):
         if member_id in exclude:
@@ -206,6 +218,16 @@ def _find_version_liars(
     return liars, new
 
 
+def group_members(subscriptions: Mapping[str, SubscriptionInfo]) -> Groups:
+    """The members grouped by subscription object, as ``DecodedGroup.groups``: member ids
+    sorted, groups in the order of their first member."""
+    members_of: dict[int, tuple[SubscriptionInfo, list[str]]] = {}
+    for member_id in sorted(subscriptions):
+        info = subscriptions[member_id]
+        members_of.setdefault(id(info), (info, []))[1].append(member_id)
+    return tuple([(info, tuple(ids)) for info, ids in members_of.values()])
+
+
 def _distinct(subscriptions: Mapping[str, SubscriptionInfo]) -> Iterable[SubscriptionInfo]:
     """Each subscription object once: the consumers of a process that sent the same bytes
     share one (``assignor.leader.decode``), so at 10,000 consumers a question asked of every
@@ -226,8 +248,10 @@ def _show(endpoint: HostInfo | None) -> str:
 
 __all__ = [
     "IGNORED_UPGRADES_BEFORE_REFUSAL",
+    "Groups",
     "LeaderMemory",
     "Screening",
+    "group_members",
     "remember_upgrades",
     "screen_members",
 ]

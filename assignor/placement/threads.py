@@ -232,17 +232,19 @@ def _assign_pass(
             if load.count(floor) == len(load)
             else [i for i, count in enumerate(load) if count == floor]
         )
-        waiting = set(at_floor)
-        for r in sorted(skipped):
-            consumer = skipped[r]
-            if consumer in waiting and r in queue:
-                assignment.setdefault(consumer, []).append(r)
-                load[consumer] += 1
-                queue.remove(r)
-                waiting.discard(consumer)
-        # The rest in heap-array order, to the threads at the floor that took no skipped task.
-        if len(waiting) < len(at_floor):
-            at_floor = [i for i in at_floor if i in waiting]
+        if skipped:  # (no set of every thread at the floor when nothing was skipped)
+            waiting = set(at_floor)
+            for r in sorted(skipped):
+                consumer = skipped[r]
+                if consumer in waiting and r in queue:
+                    assignment.setdefault(consumer, []).append(r)
+                    load[consumer] += 1
+                    queue.remove(r)
+                    waiting.discard(consumer)
+            # The rest in heap-array order, to the threads at the floor that took no skipped
+            # task.
+            if len(waiting) < len(at_floor):
+                at_floor = [i for i in at_floor if i in waiting]
         leftovers = queue.heap_order()
         if len(leftovers) > len(at_floor):
             # Java would fail here with a NullPointerException.
@@ -331,10 +333,17 @@ class _IndexOf:
 
     __slots__ = ("_key", "_keys", "_names", "ordered")
 
-    def __init__(self, names: set[str], key: Callable[[str], bytes] | None) -> None:
+    def __init__(
+        self, names: set[str], key: Callable[[str], bytes] | None, given: Sequence[str] = ()
+    ) -> None:
         self._names = names
         self._key = key
-        self.ordered: list[str] = sorted(names) if key is None else sorted(names, key=key)
+        # ``given`` without repeats sorts to the same list as the set; it mostly arrives sorted
+        # already (the leader's clients list their consumers sorted), which a sort only checks,
+        # while the set's hash order had to be sorted for real (half the step at 1,000 threads
+        # per client).
+        source: Iterable[str] = given if len(given) == len(names) else names
+        self.ordered: list[str] = sorted(source) if key is None else sorted(source, key=key)
         self._keys: list[Any] = self.ordered if key is None else [key(n) for n in self.ordered]
 
     def __contains__(self, name: object) -> bool:
@@ -348,8 +357,9 @@ def _consumer_order(consumers: Iterable[str]) -> tuple[list[str], _IndexOf]:
     """Consumers in Java's ``String`` order, and how to find one's index. Strings of ASCII
     only (aiokafka's member ids) compare the same in UTF-16 units and in code points, so they
     sort without building a UTF-16 key per consumer."""
-    names = set(consumers)
-    index_of = _IndexOf(names, None if "".join(names).isascii() else java_string_key)
+    given = consumers if isinstance(consumers, (list, tuple)) else list(consumers)
+    names = set(given)
+    index_of = _IndexOf(names, None if "".join(given).isascii() else java_string_key, given)
     return index_of.ordered, index_of
 
 
@@ -380,7 +390,8 @@ def distribute_client_tasks(
     lookup per task (at 6,000 tasks, 0.3 ms instead of 4).
     """
     consumers = client.consumers
-    if len(set(consumers)) == 1:
+    # (all the same name, checked without a set of 1,000 names)
+    if consumers and consumers.count(consumers[0]) == len(consumers):
         # One thread takes everything, whatever the order Kafka would hand it out in; this
         # skips the per-task bookkeeping that dominates single-threaded clients at scale.
         (only,) = set(consumers)
@@ -396,12 +407,22 @@ def distribute_client_tasks(
             active += _task_sorted(stateless_active)
         return ThreadAssignment(active={only: active}, standby={only: _task_sorted(client.standby)})
     # Only consumers that reported tasks have any to take back (most have none at 1,000
-    # threads per client).
-    prev_by_lag = {
-        c: client.prev_tasks_by_lag(c)
-        for c, reported in client.previous_tasks_by_consumer.items()
-        if reported
-    }
+    # threads per client); ``stateful`` splits the actives as above. A consumer that reported
+    # one task (each of a client's busy threads at 1,000 threads per client) has no lags to
+    # order: the task stays if it is stateful.
+    prev_by_lag: dict[str, Sequence[TaskId]] = {}
+    for c, reported in client.previous_tasks_by_consumer.items():
+        if not reported:
+            continue
+        if stateful is not None and type(reported) is frozenset and len(reported) == 1:
+            prev_by_lag[c] = tuple(reported) if not reported.isdisjoint(stateful) else ()
+        else:
+            prev_by_lag[c] = client.prev_tasks_by_lag(c)
+    assigned = getattr(client, "active", None) if stateful is not None else None
+    if type(assigned) is frozenset and stateful is not None:  # two set operations in C
+        return distribute_tasks(
+            consumers, assigned & stateful, client.standby, assigned - stateful, prev_by_lag
+        )
     return distribute_tasks(
         consumers, client.stateful_active, client.standby, client.stateless_active, prev_by_lag
     )

@@ -8,8 +8,9 @@ driven through aiokafka's interface exactly as there. Each checkout runs in its 
 process (its own imports), called A, B, A, B ...; printed are medians over paired runs of
 ``new/old`` for the whole ``assign()`` and for ``assign()`` minus placement (the placement
 steps, ``run_task_assignor`` and ``distribute_client_tasks``, are timed by wrapping them in the
-pipeline module). Without ``--against`` it prints this checkout's figures alone. For issue 11's
-leader-path work, whose part is the "minus placement" figure.
+pipeline module). Without ``--against`` it prints this checkout's figures alone. ``--scale``
+runs Kafka's scale-test story instead, as ``make bench``'s Java grid times our full leader
+(``leader_only``). For issue 11's leader-path work, whose part is the "minus placement" figure.
 """
 
 from __future__ import annotations
@@ -43,7 +44,16 @@ def timed(fn):
     return wrapper
 pipeline.run_task_assignor = timed(pipeline.run_task_assignor)
 pipeline.distribute_client_tasks = timed(pipeline.distribute_client_tasks)
+SCALE = sys.argv[1] == "scale"
 def story(shape):
+    if SCALE:  # Kafka's scale test as make bench's Java grid runs it: leader hosted alone
+        from tests.bench.leader_only import leader_rounds
+        rounds = {}
+        spent[0] = 0.0
+        for name, result in leader_rounds(shape, leave=False, standby_offset=0):
+            rounds[name] = [result.assign_ms, result.assign_ms - spent[0] * 1000]
+            spent[0] = 0.0
+        return rounds
     cluster = cluster_for(shape)
     instances = new_group("ours", shape)
     rounds = {}
@@ -70,11 +80,17 @@ def main() -> None:
     parser.add_argument("--against", type=Path, help="the other checkout (the 'old' side)")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--budget-s", type=float, default=240.0, help="per point")
+    parser.add_argument(
+        "--scale",
+        action="store_true",
+        help="Kafka's scale-test story as make bench's Java grid runs it (the same clients "
+        "again in the second rebalance, standbys at offset 0, only the leader's process hosted)",
+    )
     args = parser.parse_args()
     sides = {"new": HERE} | ({"old": args.against.resolve()} if args.against else {})
     workers = {
         name: subprocess.Popen(
-            [sys.executable, "-c", _WORKER],
+            [sys.executable, "-c", _WORKER, "scale" if args.scale else "grid"],
             cwd=where,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -113,8 +129,11 @@ def _line(point: dict[str, int], rebalance: str, runs: dict[str, list[Any]]) -> 
         text += f" | {what} ms {statistics.median(new):.1f}"
         if "old" in runs:
             old = figure("old", index)
-            ratio = statistics.median(n / o for n, o in zip(new, old, strict=True))
-            text += f" (old {statistics.median(old):.1f}, new/old {ratio:.2f})"
+            ratios = sorted(n / o for n, o in zip(new, old, strict=True))
+            text += (
+                f" (old {statistics.median(old):.1f}, new/old {statistics.median(ratios):.2f}"
+                f" [{ratios[0]:.2f}-{ratios[-1]:.2f}])"
+            )
     return text
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from assignor.config import AssignorConfig
 from assignor.leader.cache import LeaderCache, planned_tasks
+from assignor.leader.encode import partitions_of
 from assignor.leader.pipeline import assign_group, changelog_end_sums
 from assignor.topology.internal_topics import InternalTopics, size_internal_topics
 from tests.assignor.leader.pipeline_support import (
@@ -77,3 +78,19 @@ def test_a_cached_leader_decides_as_a_fresh_one_over_rebalances() -> None:
     assert assign_group(topology, STANDBY, given, cache=cache).members == assign_group(
         topology, STANDBY, given
     ).members
+
+
+def test_partitions_by_task_object_give_what_the_layout_gives() -> None:
+    """The plan's ``partitions_by_id`` answers for the layout's own task objects; a task that
+    is only equal to one (another object) is looked up by value, never by a stale id."""
+    planned = planned_tasks(shop(), _sources(SHOP_COUNTS))
+    layout = planned.layout
+    tasks = list(layout.tasks)
+    by_value = [layout.tasks[t] for t in tasks]
+    assert partitions_of(tasks, layout, planned.partitions_by_id) == by_value
+    copies = [t.model_copy() for t in tasks]  # equal tasks, other objects
+    assert all(id(c) not in planned.partitions_by_id for c in copies)
+    assert partitions_of(copies, layout, planned.partitions_by_id) == by_value
+    mixed = [*tasks[:1], *copies[1:]]
+    assert partitions_of(mixed, layout, planned.partitions_by_id) == by_value
+    assert partitions_of(tasks, layout, {}) == by_value

@@ -8,10 +8,14 @@ decoded message (frozen, so shared), or its own rejection and log line.
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from assignor.leader.decode import decode_group
+from assignor.leader.decode import decode_group, member_groups, without_refused
+from assignor.leader.guard import group_members
 from assignor.leader.model import MemberSubscription
 from protocol import Codec, HostInfo, ProcessId, SubscriptionInfo, VersionHeader
 
@@ -66,3 +70,39 @@ def test_bytes_like_user_data_is_still_read() -> None:
     decoded = decode_group(members, codec)
     assert codec.reads == 2
     assert decoded.subscriptions["m-0"] == decoded.subscriptions["m-1"]
+
+
+@settings(deadline=None)
+@given(
+    draws=st.lists(
+        st.tuples(st.sampled_from("abcdefgh"), st.sampled_from(["p0", "p1", "p2", "bad"])),
+        min_size=1,
+        max_size=12,
+    )
+)
+def test_groups_are_the_members_of_each_subscription_object(
+    draws: list[tuple[str, str]],
+) -> None:
+    """``DecodedGroup.groups`` is what the later steps use instead of a pass per member: every
+    served member in exactly one group, the group's members sharing its object, member ids
+    sorted within a group and groups in the order of their first member - the same groups
+    ``guard.group_members`` finds from the subscriptions alone."""
+    payloads = {"p0": _bytes(0), "p1": _bytes(1), "p2": _bytes(0), "bad": b"\x93bad"}
+    members = {
+        f"{prefix}-{i}": MemberSubscription((), bytes(payloads[kind]))
+        for i, (prefix, kind) in enumerate(draws)
+    }
+    decoded = decode_group(members, Codec())
+    grouped = [m for _, ids in decoded.groups for m in ids]
+    assert sorted(grouped) == sorted(decoded.subscriptions)
+    assert len(grouped) == len(set(grouped))
+    for info, ids in decoded.groups:
+        assert list(ids) == sorted(ids)
+        assert all(decoded.subscriptions[m] is info for m in ids)
+    firsts = [ids[0] for _, ids in decoded.groups]
+    assert firsts == sorted(firsts)
+    assert decoded.groups == group_members(decoded.subscriptions)
+    assert member_groups(replace(decoded, groups=())) == decoded.groups
+    refused = set(grouped[::2])
+    kept = without_refused(decoded, dict.fromkeys(refused, "test"), Codec())
+    assert kept.groups == group_members(kept.subscriptions)

@@ -1,0 +1,44 @@
+"""The adapter's answers to aiokafka: one per listed member, in aiokafka's order, shared structs
+for shared results, an error answer for a member the pipeline left out, none for a stranger."""
+
+from __future__ import annotations
+
+from aiokafka.coordinator.protocol import ConsumerProtocolMemberMetadata
+
+from assignor.adapter.streams_assignor import _answer_structs
+from assignor.leader.model import MemberResult
+from protocol.codec import Codec
+from protocol.errors import AssignorError
+from protocol.ids import TopicPartition
+from protocol.messages import AssignmentInfo
+
+
+def _result(partition: int | None) -> MemberResult:
+    info = AssignmentInfo.error(AssignorError.NONE, 1)
+    partitions = () if partition is None else (TopicPartition(topic="t", partition=partition),)
+    return MemberResult(partitions, info, f"data-{partition}".encode())
+
+
+def _metadata() -> ConsumerProtocolMemberMetadata:
+    return ConsumerProtocolMemberMetadata(0, ["t"], b"")
+
+
+def test_every_listed_member_in_order_with_shared_structs_for_shared_results() -> None:
+    idle, busy = _result(None), _result(3)
+    members = {m: _metadata() for m in ["c", "a", "d", "b"]}
+    results = {"a": idle, "b": idle, "c": busy, "d": idle}  # grouped, not aiokafka's order
+    answers = _answer_structs(members, results)
+    assert list(answers) == ["c", "a", "d", "b"]
+    assert answers["a"] is answers["b"] is answers["d"]
+    assert answers["a"].assignment == [] and answers["a"].user_data == b"data-None"
+    assert answers["c"].assignment == [("t", [3])] and answers["c"].user_data == b"data-3"
+
+
+def test_a_member_without_a_result_gets_an_error_and_a_stranger_nothing() -> None:
+    members = {m: _metadata() for m in ["a", "b"]}
+    answers = _answer_structs(members, {"a": _result(1), "z": _result(2)})
+    assert list(answers) == ["a", "b"]
+    error = Codec(1).decode_assignment(answers["b"].user_data)
+    assert isinstance(error, AssignmentInfo)
+    assert error.error_code is AssignorError.ASSIGNMENT_ERROR
+    assert answers["b"].assignment == []
