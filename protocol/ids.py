@@ -119,9 +119,12 @@ class TaskId(BaseModel):
     model_config = _FROZEN
     # Hash and sort key, kept once computed (see ``TopicPartition``): tasks are hashed and
     # ordered tens of thousands of times per rebalance.
-    __slots__ = ("_hash", "_sort_key")
+    # ``_rank``: the same order as one int, kept for unnamed tasks only (an int sort is about a
+    # quarter of a tuple sort's cost: 6,000 tasks of one client are sorted per rebalance).
+    __slots__ = ("_hash", "_rank", "_sort_key")
     if TYPE_CHECKING:
         _hash: int
+        _rank: int
         _sort_key: tuple[bytes, int, int]
 
     subtopology: int = Field(ge=0, le=INT32_MAX)
@@ -223,6 +226,8 @@ def _cache_task_keys(task: TaskId) -> None:
     _set_attr(task, "_hash", hash((task.subtopology, task.partition, name)))
     key = (b"" if name is None else java_string_key(name), task.subtopology, task.partition)
     _set_attr(task, "_sort_key", key)
+    if name is None:  # partitions are below 2**31: (subtopology, partition) order as one int
+        _set_attr(task, "_rank", (task.subtopology << 31) | task.partition)
 
 
 def task_order(task: TaskId) -> tuple[bool, bytes, int, int]:
@@ -404,6 +409,7 @@ _PARTITION_FIELDS: Final = frozenset(("topic", "partition"))
 
 _set_task_hash = vars(TaskId)["_hash"].__set__
 _set_task_sort_key = vars(TaskId)["_sort_key"].__set__
+_set_task_rank = vars(TaskId)["_rank"].__set__
 _set_partition_hash = vars(TopicPartition)["_hash"].__set__
 
 
@@ -413,9 +419,11 @@ def _fast_task_id(subtopology: int, partition: int, topology: str | None = None)
         task, {"subtopology": subtopology, "partition": partition, "topology": topology}
     )
     _set_task_hash(task, hash((subtopology, partition, topology)))
-    _set_task_sort_key(
-        task, (b"" if topology is None else java_string_key(topology), subtopology, partition)
-    )
+    if topology is None:
+        _set_task_sort_key(task, (b"", subtopology, partition))
+        _set_task_rank(task, (subtopology << 31) | partition)
+    else:
+        _set_task_sort_key(task, (java_string_key(topology), subtopology, partition))
     _set_fields_set(task, _TASK_FIELDS)
     _set_extra(task, None)
     _set_private(task, None)

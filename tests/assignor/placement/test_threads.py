@@ -224,3 +224,26 @@ def test_tasks_without_a_kept_sort_key_are_ordered_the_same() -> None:
     shipped = [pickle.loads(pickle.dumps(task)) for task in fresh]
     assert not hasattr(shipped[0], "_sort_key")
     assert _task_sorted(shipped) == _task_sorted(fresh) == sorted(fresh)
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 2**31 - 1),
+            st.integers(0, 2**31 - 1),
+            st.sampled_from([None, None, "a", "B", "é"]),
+        ),
+        max_size=40,
+    ),
+    st.booleans(),
+)
+def test_the_int_rank_sorts_as_kafka_compares(
+    drawn: list[tuple[int, int, str | None]], unnamed_only: bool
+) -> None:
+    # Unnamed tasks sort by their int rank, the rest by the kept tuple: one order either way,
+    # also at the int32 limits where the rank's two halves meet.
+    from assignor.placement.threads import _task_sorted
+
+    tasks = [TaskId(s, p, topology=None if unnamed_only else name) for s, p, name in drawn]
+    assert _task_sorted(tasks) == sorted(tasks, key=lambda t: t.sort_key)
+    assert all(hasattr(t, "_rank") == (t.topology is None) for t in tasks)
