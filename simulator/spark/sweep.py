@@ -37,6 +37,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from simulator.spark import executor, mix, summary
+from simulator.spark.mix import MAX_JOBS
 from simulator.spark.progress import progress
 from simulator.spark.schema import BUNDLE_SCHEMA
 from simulator.spark.session import parallelism, session
@@ -66,7 +67,7 @@ class SweepOptions:
     seed: int = 0
     out: Path = Path("out/simulate")
     master: str | None = None
-    max_batch: int = 16
+    max_batch: int = MAX_JOBS
 
 
 @dataclass(frozen=True, slots=True)
