@@ -122,25 +122,29 @@ def faust_tasks(
     changelog distribution, so decoding it again per member cost O(members) each, a quarter of
     a large Faust replay."""
     sources, task_of = _faust_index(layout)
-    active = [TopicPartition(topic, p) for topic, parts in assignment.actives.items()
-              for p in parts if TopicPartition(topic, p) in sources]
-    standby = frozenset(task_of[TopicPartition(topic, p)]
-                        for topic, parts in assignment.standbys.items()
-                        for p in parts if TopicPartition(topic, p) in task_of)
+    active = [sources[(topic, p)] for topic, parts in assignment.actives.items()
+              for p in parts if (topic, p) in sources]
+    standby = frozenset(task_of[(topic, p)] for topic, parts in assignment.standbys.items()
+                        for p in parts if (topic, p) in task_of)
     return sorted(active), standby
 
 
-#: The last layout's source partitions and changelog partition -> task (one entry: every
-#: member of a replay reads the same layout, and a worker replays scenarios in turn).
-_INDEX: list[tuple[TaskLayout, frozenset[TopicPartition], dict[TopicPartition, TaskId]]] = []
+#: The last layout's source partitions and changelog partitions -> task, keyed by plain
+#: ``(topic, partition)`` tuples as Faust's JSON gives them: building a validated
+#: ``TopicPartition`` per partition of every member's assignment only to look it up was most
+#: of this module's time in a Faust replay. One entry: every member of a replay reads the same
+#: layout, and a worker replays scenarios in turn.
+_INDEX: list[tuple[TaskLayout, dict[tuple[str, int], TopicPartition],
+                   dict[tuple[str, int], TaskId]]] = []
 
 
 def _faust_index(
     layout: TaskLayout,
-) -> tuple[frozenset[TopicPartition], dict[TopicPartition, TaskId]]:
+) -> tuple[dict[tuple[str, int], TopicPartition], dict[tuple[str, int], TaskId]]:
     if not _INDEX or _INDEX[0][0] is not layout:
-        sources = frozenset(tp for tps in layout.tasks.values() for tp in tps)
-        task_of = {tp: task for task, tps in layout.changelogs.items() for tp in tps}
+        sources = {(tp.topic, tp.partition): tp for tps in layout.tasks.values() for tp in tps}
+        task_of = {(tp.topic, tp.partition): task
+                   for task, tps in layout.changelogs.items() for tp in tps}
         _INDEX[:] = [(layout, sources, task_of)]
     return _INDEX[0][1], _INDEX[0][2]
 

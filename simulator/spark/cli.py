@@ -24,6 +24,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from simulator.spark.mix import MAX_JOBS
+
 DEFAULT_OUT = Path("out/simulate")
 
 
@@ -46,8 +48,8 @@ def add_commands(commands: Any) -> None:
                        help=f"output folder (default {DEFAULT_OUT})")
     sweep.add_argument("--master", default=None, metavar="URL",
                        help="Spark master (default: spark-submit's, else local[*])")
-    sweep.add_argument("--batch", type=int, default=16, metavar="N",
-                       help="most replays per Spark task (default 16)")
+    sweep.add_argument("--batch", type=int, default=MAX_JOBS, metavar="N",
+                       help=f"most replays per Spark task (default {MAX_JOBS})")
     report = commands.add_parser("report", help="rebuild DIR/report from DIR's Parquet")
     report.add_argument("dir", type=Path, metavar="DIR")
     report.add_argument("--master", default=None, metavar="URL")

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Iterable, Iterator
+from itertools import chain
 from typing import Any, Protocol
 
 from simulator.metrics import RebalanceRow, ScenarioRow, Violation
@@ -37,6 +39,12 @@ class Counter(Protocol):
     """What the driver hands in to count finished jobs (a Spark accumulator)."""
 
     def add(self, term: int) -> None: ...
+
+
+class Seconds(Protocol):
+    """What the driver hands in to add up busy seconds (a Spark accumulator of floats)."""
+
+    def add(self, term: float) -> None: ...
 
 
 def command_for(family: str, params: dict[str, Any], seed: int, assignor: str) -> str:
@@ -97,4 +105,21 @@ def run_batch(done: Counter | None, work: Counter | None,
         yield bundle
 
 
-__all__ = ["MAX_ERROR_CHARS", "Bundle", "Counter", "command_for", "run_batch", "run_job"]
+def run_batches(done: Counter | None, work: Counter | None, busy: Seconds | None,
+                batches: Iterable[list[Job]]) -> Iterator[Bundle]:
+    """``mapPartitions`` body when each partition holds whole batches (lists of jobs) rather
+    than jobs: the driver parallelizes the batches one per partition, so no shuffle is needed
+    to put each batch in its own task (:func:`run_batch` on their jobs, in order).
+
+    ``busy`` gets the seconds from the task's first job to its last row handed on: summed over
+    tasks and divided by the replay phase's wall time x the cluster's cores, it is the share of
+    the time the cores spent replaying (the rest: Spark between tasks, a core with no task left
+    at the end)."""
+    began = time.perf_counter()
+    yield from run_batch(done, work, chain.from_iterable(batches))
+    if busy is not None:
+        busy.add(time.perf_counter() - began)
+
+
+__all__ = ["MAX_ERROR_CHARS", "Bundle", "Counter", "Seconds", "command_for", "run_batch",
+           "run_batches", "run_job"]

@@ -123,14 +123,17 @@ Job = tuple[int, str, str, int, str]
 #: few instances at a time.
 MAX_STEPS = 8
 
-#: Replay cost of each assignor relative to :func:`cost`, in tenths: measured on a sample of 139
-#: default-mix jobs (groups of 1-65 processes; seconds per unit of cost: round-robin 1.1, sticky
-#: 1.9, legacy sticky 2.3, high-availability 4.7 with its probing rounds, fallback-prior 23.5
-#: with its many rebalances). Without it the biggest-first order and the batches' cost budget
-#: would put a fallback-prior job, ten times its peers', among the cheap ones.
+#: Replay cost of each assignor relative to :func:`cost`, in tenths: seconds per unit of cost
+#: summed over the 2,000 replays of ``sweep --scenarios 400`` (seed 0, every family, groups up
+#: to 200 processes; round-robin pinned at 5): sticky 15, legacy sticky 20, Faust 68 and
+#: high availability 76, whose big groups run dozens of probing rounds. The big groups carry
+#: these sums, and they are what the order needs right: an earlier sample of small groups only
+#: (1-65 processes) had put Faust at the default 10 and high availability at 22, so their 200-
+#: process replays were ranked as cheap as others' of a third of the time. ``fallback_prior``
+#: stays five times high availability, as measured before (it runs into the scenario's bound).
 ASSIGNOR_WEIGHT: dict[str, int] = {
-    "roundrobin": 5, "sticky": 9, "legacy_sticky": 11, "high_availability": 22,
-    "fallback_prior": 110,
+    "roundrobin": 5, "sticky": 15, "legacy_sticky": 20, "faust": 70, "high_availability": 75,
+    "fallback_prior": 375,
 }
 
 
@@ -272,16 +275,26 @@ def jobs(cases: Sequence[Case], assignors: Sequence[str]) -> list[Job]:
     return [(c.case_id, c.family, c.params_json, c.seed, a) for _, _, _, c, a in weighted]
 
 
+#: A batch's share of the estimated work: ``total / (BATCHES_PER_CORE x parallelism)`` at most.
+#: Fewer, longer Spark tasks: each task costs about 0.1-0.4 s of Spark and Python worker time
+#: around its replays (measured on the medium mix: batches of 1 job kept the cores replaying
+#: 63-67 % of the time, batches of 8 87-93 %), while a batch of 1/16 per core of the work is
+#: still small enough that the cheapest batches, last in line, end together.
+BATCHES_PER_CORE = 16
+#: Most jobs in one batch (``--batch``): the driver's progress bar moves when a batch ends.
+MAX_JOBS = 64
+
+
 def batches(cases: Sequence[Case], assignors: Sequence[str], parallelism: int,
-            max_jobs: int = 16) -> list[list[Job]]:
-    """The jobs cut into Spark partitions: at most ``max_jobs`` each, and about
-    ``total cost / (64 x parallelism)`` of cost each, so every core gets many batches (load
-    balance) and a big group runs alone in its batch (the driver counts finished replays when a
-    batch ends, so a batch of big groups would hold the progress bar still for minutes)."""
+            max_jobs: int = MAX_JOBS) -> list[list[Job]]:
+    """The jobs cut into Spark partitions, costliest first: at most ``max_jobs`` each and at
+    most :data:`BATCHES_PER_CORE` per core's share of the estimated cost each (a job costlier
+    than that runs alone in its batch). Spark starts the partitions in order, each on the
+    next free core, so the big groups run first and the cheap batches fill in at the end."""
     cost = {c.case_id: c.cost for c in cases}
     ordered = jobs(cases, assignors)
     costs = [assignor_cost(cost[j[0]], j[4]) for j in ordered]
-    budget = max(1, sum(costs) // max(1, 64 * parallelism))
+    budget = max(1, sum(costs) // max(1, BATCHES_PER_CORE * parallelism))
     out: list[list[Job]] = []
     current: list[Job] = []
     spent = 0
@@ -298,6 +311,8 @@ def batches(cases: Sequence[Case], assignors: Sequence[str], parallelism: int,
 
 __all__ = [
     "ASSIGNOR_WEIGHT",
+    "BATCHES_PER_CORE",
+    "MAX_JOBS",
     "MIXES",
     "OPT_IN_ASSIGNORS",
     "ROLLING_FAMILIES",

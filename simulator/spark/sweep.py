@@ -4,10 +4,11 @@ Flow (one Spark job does the replays; everything after reads what it wrote):
 
 1. the driver draws the mix's cases (:mod:`simulator.spark.mix`) and cuts the jobs (case x
    assignor) into batches, biggest groups first;
-2. the jobs become an RDD of rows, one partition per batch (``partitionBy`` on the batch index),
-   and ``mapPartitions`` replays each (:func:`simulator.spark.executor.run_batch`); the result is a
-   DataFrame with the explicit :data:`~simulator.spark.schema.BUNDLE_SCHEMA`, cached so that each
-   job replays once, and counted: rows out must equal jobs in, or the sweep fails;
+2. the batches become an RDD, one partition per batch (a ``parallelize`` of one slice per
+   batch), and ``mapPartitions`` replays each (:func:`simulator.spark.executor.run_batches`);
+   the result is a DataFrame with the explicit :data:`~simulator.spark.schema.BUNDLE_SCHEMA`,
+   cached so that each job replays once, and counted: rows out must equal jobs in, or the sweep
+   fails;
 3. the bundle is split into ``scenarios/``, ``rebalances/`` and ``violations/``, each written as
    Parquet partitioned by ``family`` and ``assignor`` (sorted inside, so files compare);
 4. ``run.json`` records what ran (mix, seed, counts, versions, machine, duration);
@@ -36,6 +37,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from simulator.spark import executor, mix, summary
+from simulator.spark.mix import MAX_JOBS
 from simulator.spark.progress import progress
 from simulator.spark.schema import BUNDLE_SCHEMA
 from simulator.spark.session import parallelism, session
@@ -65,7 +67,7 @@ class SweepOptions:
     seed: int = 0
     out: Path = Path("out/simulate")
     master: str | None = None
-    max_batch: int = 16
+    max_batch: int = MAX_JOBS
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,22 +110,30 @@ def _write(frame: DataFrame, path: Path, order: Sequence[str]) -> None:
 
 
 def run_jobs(spark: SparkSession, batches: list[list[mix.Job]], total: int,
-             out: Path) -> None:
-    """Replay every job in the executors and write the three tables under ``out``."""
+             out: Path) -> tuple[float, float]:
+    """Replay every job in the executors and write the three tables under ``out``; the
+    seconds the replays took (Spark's job up to the last row counted, the writes aside) and
+    the seconds the executors' tasks spent replaying, summed over tasks
+    (:func:`simulator.spark.executor.run_batches`).
+
+    Each batch is one element of a ``parallelize`` of as many slices as batches, so each
+    partition (a Spark task) is exactly one batch, in the driver's order: no shuffle (a
+    ``partitionBy`` on the batch index cost a Python stage and a shuffle of every job first),
+    and tasks start in partition order, the costliest batches first."""
     sc = spark.sparkContext
     done = sc.accumulator(0)
     work = sc.accumulator(0)
+    busy = sc.accumulator(0.0)
     all_work = max(1, sum(mix.job_cost(job) for batch in batches for job in batch))
-    rows = [(index, job) for index, batch in enumerate(batches) for job in batch]
-    jobs = (sc.parallelize(rows, max(1, len(batches)))
-            .partitionBy(max(1, len(batches)), lambda index: index)
-            .values())
+    jobs = sc.parallelize(batches, max(1, len(batches)))
     bundles = spark.createDataFrame(
-        jobs.mapPartitions(partial(executor.run_batch, done, work)), BUNDLE_SCHEMA
+        jobs.mapPartitions(partial(executor.run_batches, done, work, busy)), BUNDLE_SCHEMA
     ).persist(StorageLevel.MEMORY_AND_DISK)
     try:
+        began = time.monotonic()
         with progress(total, lambda: int(done.value), lambda: int(work.value) / all_work):
             produced = bundles.count()
+        replay_s = time.monotonic() - began
         if produced != total:
             raise SweepError(f"{produced} scenario rows for {total} jobs")
         _write(bundles.select("scenario.*"), out / "scenarios", TABLE_ORDER["scenarios"])
@@ -132,6 +142,7 @@ def run_jobs(spark: SparkSession, batches: list[list[mix.Job]], total: int,
             _write(rows_of, out / table, TABLE_ORDER[table])
     finally:
         bundles.unpersist()
+    return replay_s, float(busy.value)
 
 
 def command_line(options: SweepOptions, mix_name: str, families: Sequence[str],
@@ -167,7 +178,7 @@ def sweep(options: SweepOptions, spark: SparkSession | None = None) -> SweepResu
               f"{total} replays in {len(batches)} batches on {spark.sparkContext.master}",
               file=sys.stderr)
         replay_started = time.monotonic()
-        run_jobs(spark, batches, total, out)
+        replays_only_s, busy_s = run_jobs(spark, batches, total, out)
         replay_s = time.monotonic() - replay_started
         run = {
             "mix": chosen.name,
@@ -181,6 +192,11 @@ def sweep(options: SweepOptions, spark: SparkSession | None = None) -> SweepResu
             "started": began,
             "spark_start_s": round(spark_ready_s, 1),
             "replay_and_write_s": round(replay_s, 1),
+            # the replays alone (Spark's job up to the last row), without the Parquet writes
+            "replay_s": round(replays_only_s, 1),
+            # share of the replay phase x the cluster's cores that tasks spent replaying
+            "cores_busy_share": (round(busy_s / (replays_only_s * parallelism(spark)), 3)
+                                 if replays_only_s > 0 else None),
             "replays_per_s": round(total / replay_s, 2) if replay_s > 0 else None,
             "versions": _versions(),
             "machine": _machine(spark),

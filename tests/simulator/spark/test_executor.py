@@ -45,3 +45,24 @@ def test_a_job_that_raises_is_a_row_with_the_error_and_the_replay_command() -> N
     assert failed["replay"] == ("python -m simulator run --family scale_in --seed 4 "
                                 "--assignor sticky --param no_such_param=1")
     assert bundles[0][1] == [] and _by_name(bundles[1][0])["error"] is None
+
+
+class _Seconds:
+    def __init__(self) -> None:
+        self.value = 0.0
+        self.calls = 0
+
+    def add(self, term: float) -> None:
+        self.value += term
+        self.calls += 1
+
+
+def test_a_partition_of_batches_replays_every_job_in_order_and_adds_its_busy_time() -> None:
+    done, work, busy = _Count(), _Count(), _Seconds()
+    first = [(0, "scale_in", json.dumps({"processes": 2}), 4, "sticky")]
+    second = [(1, "scale_out", json.dumps({"processes": 1}), 5, "roundrobin"),
+              (2, "scale_in", json.dumps({"processes": 3}), 6, "high_availability")]
+    bundles = list(executor.run_batches(done, work, busy, [first, second]))
+    assert [_by_name(b[0])["case_id"] for b in bundles] == [0, 1, 2]
+    assert done.value == 3 and work.value == sum(mix.job_cost(j) for j in first + second)
+    assert busy.calls == 1 and busy.value > 0
