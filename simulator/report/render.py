@@ -178,7 +178,9 @@ def run_table(summary: Summary) -> Table:
          f"{_fmt(totals['not_converged'])}"],
         ["duration", f"{_fmt(run.get('duration_s'))} s (Spark start "
                      f"{_fmt(run.get('spark_start_s'))} s; replays and Parquet "
-                     f"{_fmt(run.get('replay_and_write_s'))} s, "
+                     f"{_fmt(run.get('replay_and_write_s'))} s, of which replays "
+                     f"{_fmt(run.get('replay_s'))} s with the cores "
+                     f"{_fmt(run.get('cores_busy_share'))} busy; "
                      f"{_fmt(run.get('replays_per_s'))} replays/s)"],
         ["machine", f"{machine.get('platform', '?')}, {machine.get('cpus', '?')} CPUs, master "
                     f"{machine.get('master', '?')} (parallelism "

@@ -48,7 +48,8 @@ TABLE_ORDER: dict[str, tuple[str, ...]] = {
     "rebalances": ("case_id", "generation"),
     "violations": ("case_id", "generation", "kind", "detail"),
 }
-RUN_FILE = "run.json"
+#: one name for the run record, which the summary reads back
+RUN_FILE = summary.RUN_FILE
 
 
 class SweepError(RuntimeError):

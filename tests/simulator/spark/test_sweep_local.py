@@ -121,6 +121,10 @@ def test_every_file_the_report_references_exists(first: Any) -> None:
     assert "| high_availability (ours) |" in markdown
     header = (index.parent / "violations.csv").read_text(encoding="utf-8").splitlines()[0]
     assert header == "assignor,family,seed,case_id,kind,generation,time_s,detail,replay"
+    # what the run cost: the replays alone and how busy the cores were, from run.json
+    run = json.loads((first.out / "run.json").read_text(encoding="utf-8"))
+    assert run["replay_s"] > 0 and 0 < run["cores_busy_share"] <= 1.5
+    assert re.search(r"of which replays [\d.,]+ s with the cores [\d.]+ busy", page)
 
 
 def test_violations_carry_the_command_that_replays_them(first: Any) -> None:
