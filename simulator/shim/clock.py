@@ -18,6 +18,8 @@ one instant, so that time would never move (``VirtualTimeLivelock``).
 from __future__ import annotations
 
 import asyncio
+import heapq
+import itertools
 import random
 import selectors
 from collections.abc import Callable, Coroutine
@@ -155,13 +157,51 @@ def _fd(fileobj: Any) -> int:
     return fileobj if isinstance(fileobj, int) else int(fileobj.fileno())
 
 
+class _OrderedTimer(asyncio.TimerHandle):
+    """A timer that sorts by (due time, order of scheduling).
+
+    asyncio's own timers compare by due time only, so two due at the same instant leave its heap
+    in an order that depends on every other timer pushed or cancelled meanwhile (and on when the
+    loop rebuilds the heap to drop cancelled ones). Numbering them makes same-instant callbacks
+    run first scheduled, first run, whatever else is on the heap: a timer that never fires can
+    then be left out without reordering anything."""
+
+    __slots__ = ("_order",)
+
+    def __init__(self, when: float, order: int, callback: Callable[..., object],
+                 args: tuple[Any, ...], loop: asyncio.AbstractEventLoop,
+                 context: Any = None) -> None:
+        super().__init__(when, callback, args, loop, context)
+        self._order = order
+
+    def __lt__(self, other: object) -> bool:
+        if isinstance(other, _OrderedTimer):
+            mine, theirs = self._when, other._when  # type: ignore[attr-defined]
+            return mine < theirs or (mine == theirs and self._order < other._order)
+        return NotImplemented
+
+
 class _VirtualTimeLoop(asyncio.SelectorEventLoop):
     """An asyncio loop on virtual time (see the module docstring)."""
 
     def __init__(self, start: float, max_steps_per_instant: int) -> None:
         self._virtual_now = start
+        self._timer_order = itertools.count()
         super().__init__(_JumpingSelector(self, max_steps_per_instant))
         self._clock_resolution = _VIRTUAL_RESOLUTION
+
+    def call_at(  # type: ignore[override]
+        self, when: float, callback: Callable[..., object], *args: Any, context: Any = None
+    ) -> asyncio.TimerHandle:
+        """asyncio's ``call_at`` with an :class:`_OrderedTimer` (no debug-mode checks: a
+        virtual loop never runs in debug mode)."""
+        if when is None:
+            raise TypeError("when cannot be None")
+        self._check_closed()  # type: ignore[attr-defined]
+        timer = _OrderedTimer(when, next(self._timer_order), callback, args, self, context)
+        heapq.heappush(self._scheduled, timer)  # type: ignore[attr-defined]
+        timer._scheduled = True  # type: ignore[attr-defined]
+        return timer
 
     def time(self) -> float:
         return self._virtual_now
