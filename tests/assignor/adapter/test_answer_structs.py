@@ -42,3 +42,14 @@ def test_a_member_without_a_result_gets_an_error_and_a_stranger_nothing() -> Non
     assert isinstance(error, AssignmentInfo)
     assert error.error_code is AssignorError.ASSIGNMENT_ERROR
     assert answers["b"].assignment == []
+
+
+def test_partitions_grouped_by_topic_ascending_whatever_their_order() -> None:
+    """aiokafka's ``[(topic, [partitions])]``: one topic (the path read in C) and several."""
+    from assignor.adapter.streams_assignor import _by_topic
+
+    one = [TopicPartition("t", p) for p in (5, 0, 3, 1)]
+    assert _by_topic(one) == [("t", [0, 1, 3, 5])]
+    mixed = [TopicPartition("b", 2), TopicPartition("a", 9), TopicPartition("b", 0)]
+    assert _by_topic(mixed) == [("a", [9]), ("b", [0, 2])]
+    assert _by_topic([]) == []

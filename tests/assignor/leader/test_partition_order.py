@@ -1,0 +1,51 @@
+"""A busy member's partitions in (topic, partition) order with the task of each: the path that
+keeps already ascending partitions as they are must give exactly the general sort's order."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from assignor.leader.encode import _in_partition_order
+from protocol.ids import TaskId, TopicPartition
+
+_PARTS = st.lists(
+    st.lists(
+        st.builds(TopicPartition, st.sampled_from(["a", "b"]), st.integers(0, 40)),
+        min_size=1,
+        max_size=3,
+    ),
+    min_size=2,
+    max_size=30,
+)
+
+
+def _general(
+    tasks: list[TaskId], parts_of: list[tuple[TopicPartition, ...]]
+) -> tuple[tuple[TopicPartition, ...], tuple[TaskId, ...]]:
+    rows = sorted(
+        (tp.topic, tp.partition, tp, task)
+        for task, parts in zip(tasks, parts_of, strict=True)
+        for tp in parts
+    )
+    return tuple(row[2] for row in rows), tuple(row[3] for row in rows)
+
+
+@given(_PARTS, st.sampled_from(["any", "one topic", "ascending"]))
+def test_same_order_as_the_general_sort(parts: list[list[TopicPartition]], shape: str) -> None:
+    parts_of = [tuple(p) for p in parts]
+    if shape == "one topic":  # one partition per task, in any order, ties possible
+        parts_of = [(TopicPartition("a", p[0].partition),) for p in parts]
+    elif shape == "ascending":  # the common shape: one topic, one partition per task, in order
+        parts_of = [(TopicPartition("a", n),) for n in sorted({p[0].partition for p in parts})]
+    tasks = [TaskId(0, i) for i in range(len(parts_of))]
+    assert _in_partition_order(tasks, parts_of) == _general(tasks, parts_of)
+
+
+def test_ascending_partitions_keep_their_tasks() -> None:
+    parts_of = [(TopicPartition("a", n),) for n in (1, 4, 9)]
+    tasks = [TaskId(0, 7), TaskId(0, 2), TaskId(0, 5)]
+    assert _in_partition_order(tasks, parts_of) == (
+        tuple(p[0] for p in parts_of),
+        tuple(tasks),
+    )
