@@ -193,8 +193,8 @@ class _VirtualTimeLoop(asyncio.SelectorEventLoop):
     def call_at(  # type: ignore[override]
         self, when: float, callback: Callable[..., object], *args: Any, context: Any = None
     ) -> asyncio.TimerHandle:
-        """asyncio's ``call_at`` with an :class:`_OrderedTimer` (no debug-mode checks: a
-        virtual loop never runs in debug mode)."""
+        """asyncio's ``call_at`` with an :class:`_OrderedTimer`; asyncio's debug-mode thread and
+        callback checks are left out (one loop, one thread, the shim's own callbacks)."""
         if when is None:
             raise TypeError("when cannot be None")
         self._check_closed()  # type: ignore[attr-defined]
