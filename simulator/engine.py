@@ -415,6 +415,8 @@ class Replay:
             remaining = deadline - clock.time()
             if remaining <= 0:
                 note = f"non-convergence: not stable {bound.settle_s} s after the last event"
+                if not live:  # every process gone: nothing could have settled
+                    note += " (no process running)"
                 break
             soon = self.state.next_change_in()
             wait = max(0.001, min(_POLL_S, remaining, soon if soon is not None else _POLL_S))

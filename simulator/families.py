@@ -61,6 +61,9 @@ class Family:
     params: Mapping[str, Any]
     build: Callable[[dict[str, Any], random.Random], tuple[list[dict[str, Any]],
                                                             list[dict[str, Any]]]]
+    #: fewest processes the story makes sense with (:func:`generate` refuses fewer; the
+    #: sweep's mixes draw no fewer)
+    min_processes: int = 1
 
 
 def _processes(p: dict[str, Any], count: int, *, start: bool = True, first: int = 0,
@@ -244,8 +247,12 @@ FAMILIES: dict[str, Family] = {
                _rolling_upgrade),
         Family("partitions_added", "the source topics grow to to_partitions",
                {"to_partitions": 12}, _partitions_added),
-        Family("rack_loss", "every process of one zone crashes at once (standbys tag-aware)",
-               {"processes": 6}, _rack_loss),
+        # one process is one zone: losing it would lose the whole group, a total outage with
+        # nothing left to rebalance (it ran to the settle bound as a "non-convergence", task
+        # unavailability = every task for the whole hour, for every assignor alike)
+        Family("rack_loss", "every process of one zone crashes at once (standbys tag-aware); "
+               "at least 2 processes, so that one survives", {"processes": 6}, _rack_loss,
+               min_processes=2),
         Family("skewed", "processes of 1 to max_threads threads; one is killed and returns",
                {"max_threads": 16, "partitions": 32, "down_s": 60.0}, _skewed),
         Family("cold_start", "every process starts at once with an empty disk",
@@ -305,6 +312,9 @@ def generate(name: str, params: Mapping[str, Any] | None = None, seed: int = 0) 
         raise FamilyError(f"family {name} has no parameter(s) {unknown}")
     given = dict(params or {})
     p = {**defaults, **given}
+    if p["processes"] < family.min_processes:
+        raise FamilyError(f"family {name} needs at least {family.min_processes} processes, "
+                          f"got processes={p['processes']}")
     rng = random.Random(f"{name}\x00{seed}")
     if name == "perturbation" and p["random_sizes"]:  # Kafka's draws, in Kafka's order
         p["processes"] = rng.randrange(10) + 1

@@ -235,6 +235,10 @@ def _params(mix: Mix, family: str, rng: random.Random, index: int,
         "to_partitions": partitions + rng.randint(1, max(1, partitions)),
         "max_threads": _skewed_thread_ceiling(mix, processes),
     }
+    # a family's own minimum (rack_loss: 2) lifts the process count once every draw is made:
+    # later draws depend on the count (randint's ranges), so lifting it earlier would move the
+    # generator and change every case after it
+    draws["processes"] = max(FAMILIES[family].min_processes, processes)
     return {key: value for key, value in draws.items() if key in known}
 
 

@@ -249,6 +249,20 @@ def test_losing_a_rack_crashes_every_process_in_it() -> None:
     assert result.summary.converged
 
 
+def test_losing_every_process_says_so_at_the_bound() -> None:
+    """A group with no process left cannot settle: the run still ends at its bound as a
+    non-convergence (every task unavailable until then), and the note says why, so a total
+    outage is not read as an assignor that failed to converge."""
+    racks = [{"name": "a", "rack": "r1", "initial_state": "caught_up"},
+             {"name": "b", "rack": "r1", "initial_state": "caught_up"}]
+    result = run(racks, [{"kind": "lose_tag", "at": 30, "key": "rack", "value": "r1"}],
+                 bounds={"settle_s": 100.0, "max_rebalances": 60})
+    assert not result.summary.converged
+    assert result.summary.note == (
+        "non-convergence: not stable 100.0 s after the last event (no process running)")
+    assert result.summary.end_s == 130.0
+
+
 def test_a_run_that_ends_at_its_bound_mid_rebalance_stops_cleanly() -> None:
     # The bound falls while the members rejoin for a probing rebalance: stopping them then used
     # to hang (the shim's stop race, worked around in simulator.hosting.stop_member). The

@@ -50,6 +50,17 @@ def test_tag_aware_standbys_survive_the_loss_of_a_zone() -> None:
     assert summary.converged
 
 
+def test_a_rack_loss_needs_a_process_to_survive_it() -> None:
+    """With one process its zone is the whole group: a total outage, not a rack loss (in the
+    default mix those cases ran to the settle bound as non-convergences for every assignor)."""
+    with pytest.raises(FamilyError, match="rack_loss needs at least 2 processes"):
+        generate("rack_loss", {"processes": 1}, seed=0)
+    for seed in range(6):
+        scenario = generate("rack_loss", {"processes": 2}, seed=seed)
+        (event,) = scenario.events
+        assert [p for p in scenario.processes if p.tags["zone"] != event.value]
+
+
 def test_fallback_prior_probes_until_the_bound_and_says_so() -> None:
     scenario = generate("scale_in", {"assignor": "fallback_prior"}, seed=1)
     scenario = scenario.model_copy(update={"bounds": scenario.bounds.model_copy(

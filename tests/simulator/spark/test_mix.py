@@ -3,6 +3,8 @@ every job exactly once (no Spark needed)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from simulator.families import FAMILIES
@@ -29,6 +31,25 @@ def test_default_mix_covers_every_family_standbys_and_sizes() -> None:
     assert max(rolling, default=0) <= chosen.max_rolling_processes
     assert set(assignors) == set(mix.all_assignors()) - {"fallback_prior"}
     assert set(mix.resolve("default", None, ["fallback_prior"])[2]) == {"fallback_prior"}
+
+
+def test_no_case_is_smaller_than_its_family_allows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The draw is lifted to a family's minimum after it is made: rack_loss gets 2 processes
+    where it drew 1 (its zone would have been the whole group), and every other case is the
+    one the same seed drew without the minimum."""
+    chosen, families, _ = mix.resolve("default", None, None)
+    cases = mix.build_cases(chosen, families, chosen.scenarios, 0)
+    assert all(c.params["processes"] >= FAMILIES[c.family].min_processes for c in cases)
+    assert min(c.params["processes"] for c in cases if c.family != "rack_loss") == 1
+    monkeypatch.setitem(FAMILIES, "rack_loss",
+                        dataclasses.replace(FAMILIES["rack_loss"], min_processes=1))
+    unlifted = mix.build_cases(chosen, families, chosen.scenarios, 0)
+    changed = [(old, new) for old, new in zip(unlifted, cases, strict=True) if old != new]
+    assert len(changed) > 20
+    for old, new in changed:
+        assert (old.family, old.params["processes"], new.params["processes"]) == (
+            "rack_loss", 1, 2)
+        assert (old.case_id, old.seed) == (new.case_id, new.seed)
 
 
 def test_default_mix_caps_consumers_and_membership_steps() -> None:
