@@ -211,6 +211,30 @@ class ShimMember:
         await self._stop_tasks()
         self._set_status("crashed", "")
 
+    @property
+    def at_rest(self) -> bool:
+        """Stable and idle: its loop waits for a rejoin request (none is pending), its
+        heartbeats are at rest (``Heartbeats.at_rest``). Nothing of it is queued on the loop."""
+        task, heartbeats, rejoin = self._task, self._heartbeats, self._rejoin
+        return (self.status == "stable" and rejoin is not None and not rejoin.is_set()
+                and task is not None and not task.done()
+                and heartbeats is not None and heartbeats.at_rest)
+
+    def crash_at_rest(self) -> None:
+        """``await crash()`` for a member :attr:`at_rest`, done at once: heartbeats stopped,
+        its loop cancelled (it ends at the loop's next step, as it would under ``crash()``),
+        status ``crashed``. With many members crashing together on a loop with nothing else to
+        run, ``crash()`` takes four loop steps per member and ends in the same state, with the
+        same journal events in the same order (each member's ``crashed``, in call order)."""
+        assert self.at_rest
+        heartbeats, self._heartbeats = self._heartbeats, None
+        assert heartbeats is not None
+        heartbeats.stop_at_rest()
+        task, self._task = self._task, None
+        assert task is not None
+        task.cancel()
+        self._set_status("crashed", "")
+
     def changed(self) -> asyncio.Future[None]:
         """A future that completes at the member's next change of status or generation."""
         if self._changed is None or self._changed.done():
