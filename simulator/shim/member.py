@@ -71,6 +71,15 @@ _FATAL_JOIN = frozenset({
 _EMPTY_ASSIGNMENT = ConsumerProtocolMemberAssignment(0, [], b"").encode()
 
 
+def _partition_count(assignment: ConsumerProtocolMemberAssignment) -> int:
+    """``len(assignment.partitions())`` without building a ``TopicPartition`` per partition;
+    anything that count cannot take goes to ``partitions()``, which answers or raises as before."""
+    try:
+        return sum([len(partitions) for _, partitions in assignment.assignment])
+    except Exception:
+        return len(assignment.partitions())
+
+
 class Assignor(Protocol):
     """aiokafka's assignor interface, duck-typed as aiokafka's coordinator uses it."""
 
@@ -168,7 +177,8 @@ class ShimMember:
 
     @property
     def stable(self) -> bool:
-        return self.status == "stable" and not self.rejoin_requested
+        rejoin = self._rejoin  # rejoin_requested, inline: the settle loop asks every member
+        return self.status == "stable" and not (rejoin is not None and rejoin.is_set())
 
     def partitions(self) -> list[TopicPartition]:
         return self.assignment.partitions() if self.assignment is not None else []
@@ -395,7 +405,7 @@ class ShimMember:
         self.assignment = assignment
         assignor.on_assignment(assignment)
         self._log("assignment", f"generation {self.generation}: "
-                                f"{len(assignment.partitions())} partitions, {len(data)} B")
+                                f"{_partition_count(assignment)} partitions, {len(data)} B")
         if self.on_assigned is not None:
             self.on_assigned(self)
 
