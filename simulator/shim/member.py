@@ -295,7 +295,7 @@ class ShimMember:
             client_id=self.client_id,
         )
         try:
-            response = await self._join(request)
+            response = await self._call(self.coordinator.join, request)
         except RequestTimedOut:
             return False  # aiokafka: coordinator marked dead, rejoin with the same member id
         while response.error_code == ErrorCode.MEMBER_ID_REQUIRED:
@@ -307,7 +307,7 @@ class ShimMember:
                 group_instance_id=request.group_instance_id, client_id=request.client_id,
             )
             try:
-                response = await self._join(request)
+                response = await self._call(self.coordinator.join, request)
             except RequestTimedOut:
                 return False
         code = response.error_code
@@ -421,9 +421,6 @@ class ShimMember:
             self._rejoin.set()
 
     # -- plumbing -------------------------------------------------------------------------
-    async def _join(self, request: JoinGroupRequest) -> JoinGroupResponse:
-        return await self._call(self.coordinator.join, request)
-
     async def _call(self, send: Callable[[Any], asyncio.Future[R]], request: Any) -> R:
         """Send ``request``; wait at most ``request_timeout_ms`` for the coordinator's answer.
 
