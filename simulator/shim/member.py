@@ -258,7 +258,8 @@ class ShimMember:
         try:
             while True:
                 if rejoin.is_set() or self.assignment is None:
-                    await self._stop_heartbeat()
+                    if self._heartbeats is not None:  # (a stop of none never suspends)
+                        await self._stop_heartbeat()
                     self._set_status("joining", "")
                     if await self._join_and_sync():
                         self._heartbeats = Heartbeats(self)
