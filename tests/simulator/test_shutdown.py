@@ -17,6 +17,7 @@ from simulator import hosting
 from simulator.engine import Replay
 from simulator.families import generate
 from simulator.scenarios import Scenario
+from simulator.shim import ShimMember
 
 
 def _end_state(scenario: Scenario) -> tuple[str, list[tuple[str, str, int, bool]]]:
@@ -39,7 +40,7 @@ def test_crashing_members_at_rest_at_once_ends_as_the_step_by_step_crash(
     shortcuts: list[int] = []
     at_rest = hosting._all_at_rest
 
-    def counted(members: list[hosting.ShimMember]) -> bool:
+    def counted(members: list[ShimMember]) -> bool:
         taken = at_rest(members)
         shortcuts.append(int(taken))
         return taken
