@@ -272,6 +272,7 @@ async def crash_all(members: Iterable[ShimMember]) -> None:
                 loop_task.cancel()
     await asyncio.gather(*(stop for _, stop in stopping))
 
+
 def _all_at_rest(members: list[ShimMember]) -> bool:
     """True when crashing ``members`` can skip the loop: their virtual clock has nothing to run
     at this instant and every one of them is at rest (``ShimMember.at_rest``). Then the crashes'
