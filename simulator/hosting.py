@@ -30,7 +30,7 @@ from protocol.ids import TaskId
 from simulator.faust_peer import FAUST, faust_assignor, faust_tasks, read_faust_assignment
 from simulator.metrics import held_tasks, tasks_by_partition
 from simulator.scenarios import GroupTimeouts, ProcessSpec, Scenario
-from simulator.shim import GroupCoordinator, LeaveGroupRequest, ShimMember, VirtualClock
+from simulator.shim import GroupCoordinator, LeaveGroupRequest, ShimMember, Timer, VirtualClock
 from simulator.state import StateModel
 
 #: Turns of the event loop (no virtual time passes) given to a member before and while it crashes.
@@ -115,7 +115,7 @@ class HostedAssignor:
         self.inner = inner
         self.member: ShimMember | None = None
         self.name: str = inner.name
-        self._followup: asyncio.TimerHandle | None = None
+        self._followup: Timer | None = None
 
     def metadata(self, topics: Iterable[str]) -> Any:
         replay = self._replay
@@ -257,6 +257,10 @@ async def crash_all(members: Iterable[ShimMember]) -> None:
     running = [member for member in members if member.running]
     for _ in range(_YIELDS):
         await asyncio.sleep(0)
+    if running and _all_at_rest(running):
+        for member in running:
+            member.crash_at_rest()
+        return
     stopping = [(member, asyncio.ensure_future(member.crash())) for member in running]
     for _ in range(_YIELDS):
         if all(stop.done() for _, stop in stopping):
@@ -267,6 +271,18 @@ async def crash_all(members: Iterable[ShimMember]) -> None:
             if loop_task is not None and not loop_task.done():
                 loop_task.cancel()
     await asyncio.gather(*(stop for _, stop in stopping))
+
+
+def _all_at_rest(members: list[ShimMember]) -> bool:
+    """True when crashing ``members`` can skip the loop: their virtual clock has nothing to run
+    at this instant and every one of them is at rest (``ShimMember.at_rest``). Then the crashes'
+    loop steps would run nothing but the crashes themselves, so ``crash_at_rest`` one after the
+    other ends in the same state and journal (a cold start of 400 members spent an eighth of its
+    simulator calls in those steps)."""
+    clock = members[0].clock
+    return (isinstance(clock, VirtualClock) and clock.quiet()
+            and all(member.clock is clock and member.at_rest for member in members))
+
 
 def peer_assignor(scenario: Scenario, topology: Topology, spec: ProcessSpec, thread: int) -> Any:
     """The assignor of thread ``thread`` of ``spec`` for a peer scenario (not ours)."""

@@ -9,6 +9,7 @@ shared ``Journal``. Knows nothing of Kafka Streams.
 from simulator.shim.clock import (
     Clock,
     RealClock,
+    Timer,
     VirtualClock,
     VirtualTimeDeadlock,
     VirtualTimeLivelock,
@@ -57,6 +58,7 @@ __all__ = [
     "ShimMember",
     "SyncGroupRequest",
     "SyncGroupResponse",
+    "Timer",
     "VirtualClock",
     "VirtualTimeDeadlock",
     "VirtualTimeLivelock",

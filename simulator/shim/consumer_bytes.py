@@ -30,6 +30,7 @@ from aiokafka.coordinator.protocol import (
 
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
+_HEAD = struct.Struct(">hi")  # version, then the first array's length
 _HEADER_CACHE_LIMIT = 1024
 _headers: dict[tuple[int, tuple[str, ...]], bytes] = {}
 
@@ -94,73 +95,67 @@ def _encode_assignment(assignment: Any) -> bytes:
     return b"".join(parts)
 
 
-class _Reader:
-    """A cursor over bytes; any irregularity raises ``_OffPath`` so aiokafka decides."""
-
-    __slots__ = ("at", "data")
-
-    def __init__(self, data: bytes) -> None:
-        self.data, self.at = data, 0
-
-    def int16(self) -> int:
-        (value,) = _INT16.unpack_from(self.data, self.at)
-        self.at += 2
-        return int(value)
-
-    def int32(self) -> int:
-        (value,) = _INT32.unpack_from(self.data, self.at)
-        self.at += 4
-        return int(value)
-
-    def length(self, value: int) -> int:
-        if value < 0 or self.at + value > len(self.data):
-            raise _OffPath
-        return value
-
-    def string(self) -> str:
-        size = self.length(self.int16())
-        start = self.at
-        self.at += size
-        return self.data[start:self.at].decode("utf-8")
-
-    def blob(self) -> bytes:
-        size = self.length(self.int32())
-        start = self.at
-        self.at += size
-        return self.data[start:self.at]
-
-
 class _OffPath(Exception):
     """Not the plain layout: let aiokafka's decoder answer (or raise) as it would."""
 
 
 def decode_metadata(data: bytes) -> ConsumerProtocolMemberMetadata:
-    """``ConsumerProtocol.METADATA.decode(data)``, the same object or the same failure."""
+    """``ConsumerProtocol.METADATA.decode(data)``, the same object or the same failure.
+
+    One cursor over the bytes, each length checked before it is used (negative, or past the
+    end: aiokafka decides); ``struct.unpack_from`` per field."""
     try:
-        read = _Reader(bytes(data))
-        version = read.int16()
-        count = read.length(read.int32())
-        topics = [read.string() for _ in range(count)]
-        return ConsumerProtocolMemberMetadata(version, topics, read.blob())
+        buf = bytes(data)
+        end = len(buf)
+        version, count = _HEAD.unpack_from(buf, 0)
+        at = 6
+        if count < 0 or at + count > end:
+            raise _OffPath
+        topics = []
+        for _ in range(count):
+            (size,) = _INT16.unpack_from(buf, at)
+            at += 2
+            if size < 0 or at + size > end:
+                raise _OffPath
+            topics.append(buf[at:at + size].decode("utf-8"))
+            at += size
+        (size,) = _INT32.unpack_from(buf, at)
+        at += 4
+        if size < 0 or at + size > end:
+            raise _OffPath
+        return ConsumerProtocolMemberMetadata(version, topics, buf[at:at + size])
     except (_OffPath, struct.error, UnicodeDecodeError):
         return ConsumerProtocolMemberMetadata.decode(BytesIO(bytes(data)))
 
 
 def decode_assignment(data: bytes) -> ConsumerProtocolMemberAssignment:
-    """``ConsumerProtocol.ASSIGNMENT.decode(data)``, the same object or the same failure."""
+    """``ConsumerProtocol.ASSIGNMENT.decode(data)``, the same object or the same failure
+    (read as in :func:`decode_metadata`)."""
     try:
-        read = _Reader(bytes(data))
-        version = read.int16()
-        count = read.length(read.int32())
+        buf = bytes(data)
+        end = len(buf)
+        version, count = _HEAD.unpack_from(buf, 0)
+        at = 6
+        if count < 0 or at + count > end:
+            raise _OffPath
         topics = []
         for _ in range(count):
-            topic = read.string()
-            size = read.length(read.int32())
-            if read.at + 4 * size > len(read.data):
+            (size,) = _INT16.unpack_from(buf, at)
+            at += 2
+            if size < 0 or at + size > end:
                 raise _OffPath
-            partitions = list(struct.unpack_from(f">{size}i", read.data, read.at))
-            read.at += 4 * size
-            topics.append((topic, partitions))
-        return ConsumerProtocolMemberAssignment(version, topics, read.blob())
+            topic = buf[at:at + size].decode("utf-8")
+            at += size
+            (size,) = _INT32.unpack_from(buf, at)
+            at += 4
+            if size < 0 or at + 4 * size > end:
+                raise _OffPath
+            topics.append((topic, list(struct.unpack_from(f">{size}i", buf, at))))
+            at += 4 * size
+        (size,) = _INT32.unpack_from(buf, at)
+        at += 4
+        if size < 0 or at + size > end:
+            raise _OffPath
+        return ConsumerProtocolMemberAssignment(version, topics, buf[at:at + size])
     except (_OffPath, struct.error, UnicodeDecodeError):
         return ConsumerProtocolMemberAssignment.decode(BytesIO(bytes(data)))

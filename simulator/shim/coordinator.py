@@ -314,7 +314,7 @@ class GroupCoordinator(RebalancePhases):
     def _answer_sync(
         self, future: asyncio.Future[SyncGroupResponse], request: SyncGroupRequest, error: int
     ) -> asyncio.Future[SyncGroupResponse]:
-        self._log(request.group_id, "sync-error", request.member_id, ErrorCode(error).name)
+        self._log(request.group_id, "sync-error", request.member_id, _code_name(error))
         future.set_result(SyncGroupResponse(error))
         return future
 
@@ -435,7 +435,7 @@ class GroupCoordinator(RebalancePhases):
         error: int,
         member_id: str,
     ) -> None:
-        self._log(group_id, "join-error", member_id, ErrorCode(error).name)
+        self._log(group_id, "join-error", member_id, _code_name(error))
         future.set_result(JoinGroupResponse(error, member_id))
 
 
@@ -450,8 +450,24 @@ def random_uuid4(bits: int) -> str:
     return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
 
 
+#: ``ErrorCode(code).name`` by number: every new member's first JoinGroup is answered with an
+#: error (MEMBER_ID_REQUIRED), and the enum's lookup cost more than the rest of that answer
+_CODE_NAMES = {code.value: code.name for code in ErrorCode}
+
+
+def _code_name(code: int) -> str:
+    """``ErrorCode(code).name``: the enum finds a value in the same kind of table first (and
+    raises the same ValueError for a number that is no code)."""
+    name = _CODE_NAMES.get(code)
+    return name if name is not None else ErrorCode(code).name
+
+
 def _describe_join(request: JoinGroupRequest) -> str:
-    names = ",".join(name for name, _ in request.protocols)
-    size = sum(len(metadata) for _, metadata in request.protocols)
+    protocols = request.protocols
+    if len(protocols) == 1 and type(protocols[0][0]) is str:  # what the join below computes
+        names, size = protocols[0][0], len(protocols[0][1])
+    else:
+        names = ",".join(name for name, _ in protocols)
+        size = sum(len(metadata) for _, metadata in protocols)
     instance = f" instance={request.group_instance_id}" if request.group_instance_id else ""
     return f"protocols=[{names}] {size} B{instance}"

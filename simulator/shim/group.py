@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from protocol.ids import INT32_MAX
+from simulator.shim.clock import Timer
 from simulator.shim.errors import ErrorCode
 from simulator.shim.leases import Lease
 from simulator.shim.requests import JoinGroupResponse, Protocols, SyncGroupResponse
@@ -140,9 +141,9 @@ class Group:
         self.supported: dict[str, int] = {}
         self.pending_sync: dict[str, None] = {}
         self.new_member_added = False
-        self.join_timer: asyncio.TimerHandle | None = None
-        self.sync_timer: asyncio.TimerHandle | None = None
-        self.heartbeat_timers: dict[str, asyncio.TimerHandle] = {}
+        self.join_timer: Timer | None = None
+        self.sync_timer: Timer | None = None
+        self.heartbeat_timers: dict[str, Timer] = {}
         self.round: Round | None = None
         self.join_polls = 0  # join-phase completions postponed because nobody had rejoined
         #: standing heartbeats of stable members (``simulator.shim.leases``); only while Stable

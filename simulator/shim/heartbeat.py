@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 from typing import TYPE_CHECKING, Any
 
+from simulator.shim.clock import Timer
 from simulator.shim.errors import ErrorCode, MemberFailed, error_class
 from simulator.shim.requests import HeartbeatRequest, HeartbeatResponse
 
@@ -44,7 +45,7 @@ class Heartbeats:
     def __init__(self, member: ShimMember) -> None:
         self._member = member
         self._loop = asyncio.get_running_loop()
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer: Timer | None = None
         self._step: asyncio.Handle | None = None
         self._stopped: _Stopped | None = None
         self._task: asyncio.Task[None] | None = None
@@ -80,6 +81,24 @@ class Heartbeats:
             self._step = self._loop.call_soon(self._end)
         with contextlib.suppress(asyncio.CancelledError):
             await stopped
+
+    @property
+    def at_rest(self) -> bool:
+        """Beating as a callback chain with nothing of it queued: standing at the coordinator,
+        asleep on a timer, or waiting for the coordinator's wake-up (no latency task, no step
+        pending, no stop under way)."""
+        return (self.running and self._task is None and self._step is None
+                and self._stopped is None)
+
+    def stop_at_rest(self) -> None:
+        """What ``await stop()`` leaves behind, at once, for heartbeats :attr:`at_rest`: not
+        running, the standing order withdrawn, the sleep's timer cancelled (``_end``)."""
+        assert self.at_rest
+        self.running = False
+        self._sit()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
     # -- the callback chain (no latency) ----------------------------------------------------
     def _first(self) -> None:

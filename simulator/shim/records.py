@@ -28,6 +28,9 @@ class Event(NamedTuple):
         return f"{self.time:10.3f}s [{self.group}] {self.kind}{who}{what}"
 
 
+_new_event = tuple.__new__
+
+
 @dataclass(frozen=True, slots=True, eq=True)
 class RebalanceRecord:
     """One generation of one group, from the start of its join phase to its end.
@@ -126,7 +129,9 @@ class Journal:
 
     def log(self, time: float, group: str, kind: str, member: str = "", detail: str = "") -> None:
         self.logged += 1
-        self.events.append(Event(time, group, kind, member, detail))
+        # Event(time, group, kind, member, detail) without the named tuple's Python-level
+        # __new__: the same object, and a replay logs a few events per request
+        self.events.append(_new_event(Event, (time, group, kind, member, detail)))
 
     def add(self, record: RebalanceRecord) -> None:
         self.records.append(record)

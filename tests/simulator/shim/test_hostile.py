@@ -263,8 +263,7 @@ def _play(seed: int, requests: int) -> Outcome:
             await supervisor
             assert await settle(slots, timeout=60.0) >= generation
             tables = _table_sizes(coordinator)
-            scheduled = clock.loop._scheduled  # type: ignore[attr-defined]  # asyncio's timer heap
-            loop_timers = sum(1 for handle in scheduled if not handle.cancelled())
+            loop_timers = clock.pending_timers()  # asyncio's live timers and the deadlines
             journal = coordinator.journal
             outcome = Outcome(
                 generation, settled_after, restarts, len(journal.events), journal.dropped,

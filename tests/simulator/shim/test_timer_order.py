@@ -83,3 +83,60 @@ def _plain_order(plan: list[tuple[float, bool]], watched: list[int]) -> list[int
     finally:
         loop.close()
     return [i for i in fired if i in watched]
+
+
+def _fire_mixed(plan: list[tuple[float, bool, bool]]) -> list[int]:
+    """Timer i at ``plan[i]``'s delay, as a deadline (``clock.call_later``) or as one of
+    asyncio's timers (``loop.call_later``), cancelled if asked; the order they fired in."""
+    with VirtualClock(0) as clock:
+        fired: list[int] = []
+
+        async def main() -> None:
+            loop = asyncio.get_running_loop()
+            handles = [clock.call_later(delay, lambda i=i: fired.append(i)) if deadline
+                       else loop.call_later(delay, lambda i=i: fired.append(i))
+                       for i, (delay, deadline, _) in enumerate(plan)]
+            for handle, (_, _, cancel) in zip(handles, plan, strict=True):
+                if cancel:
+                    handle.cancel()
+            await clock.sleep(max((d for d, _, _ in plan), default=0.0) + 1.0)
+
+        clock.run(main())
+    return fired
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([0.0, 1e-7, 1.0, 2.5, 2.5000005, 3.0]),
+                          st.booleans(), st.booleans()), max_size=120))
+def test_deadlines_fire_in_the_same_order_as_asyncio_timers_would(
+    plan: list[tuple[float, bool, bool]],
+) -> None:
+    """A deadline (kept off asyncio's heap until about due) fires exactly where a timer of the
+    same due time and scheduling number would, among asyncio's own timers, whichever kind each
+    one is: the order is the one of the plan with every timer on asyncio's heap."""
+    fired = _fire_mixed(plan)
+    assert fired == _fire_mixed([(delay, False, cancel) for delay, _, cancel in plan])
+    assert fired == [i for _, i in sorted((d, i) for i, (d, _, c) in enumerate(plan) if not c)]
+
+
+def test_cancelled_deadlines_never_reach_asyncios_heap() -> None:
+    """Deadlines replaced before they are due (session timers, request timeouts) cost no asyncio
+    timer; ``pending_timers`` counts the live ones of both kinds; the heap of cancelled
+    deadlines is rebuilt rather than left to grow at one instant."""
+    with VirtualClock(0) as clock:
+
+        async def main() -> None:
+            loop = asyncio.get_running_loop()
+            for _ in range(1000):
+                clock.call_later(40.0, lambda: None).cancel()
+            live = clock.call_later(40.0, lambda: None)
+            assert clock.pending_timers() == 1
+            await asyncio.sleep(0)
+            assert not [t for t in loop._scheduled if not t.cancelled()]  # type: ignore[attr-defined]
+            assert len(loop._deadlines) < 300  # type: ignore[attr-defined]
+            assert clock.quiet()
+            await clock.sleep(39.0)
+            live.cancel()
+            assert clock.pending_timers() == 0
+
+        clock.run(main())
