@@ -27,7 +27,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from assignor.adapter.process import StreamsPartitionAssignor, StreamsProcess
+from assignor.adapter.process import StreamsProcess
+from assignor.adapter.streams_assignor import StreamsPartitionAssignor
 from simulator import engine as replay_module
 from simulator import hosting
 from simulator.families import FAMILIES, generate
