@@ -39,7 +39,17 @@ def test_same_order_as_the_general_sort(parts: list[list[TopicPartition]], shape
     elif shape == "ascending":  # the common shape: one topic, one partition per task, in order
         parts_of = [(TopicPartition("a", n),) for n in sorted({p[0].partition for p in parts})]
     tasks = [TaskId(0, i) for i in range(len(parts_of))]
-    assert _in_partition_order(tasks, parts_of) == _general(tasks, parts_of)
+    partitions, ordered, by_topic = _in_partition_order(tasks, parts_of)
+    assert (partitions, ordered) == _general(tasks, parts_of)
+    if by_topic is not None:  # aiokafka's listing of the same partitions, when given
+        assert [(t, n) for t, n in by_topic] == _aiokafka_listing(partitions)
+
+
+def _aiokafka_listing(partitions: tuple[TopicPartition, ...]) -> list[tuple[str, list[int]]]:
+    grouped: dict[str, list[int]] = {}
+    for tp in partitions:
+        grouped.setdefault(tp.topic, []).append(tp.partition)
+    return [(topic, sorted(numbers)) for topic, numbers in sorted(grouped.items())]
 
 
 def test_ascending_partitions_keep_their_tasks() -> None:
@@ -48,4 +58,17 @@ def test_ascending_partitions_keep_their_tasks() -> None:
     assert _in_partition_order(tasks, parts_of) == (
         tuple(p[0] for p in parts_of),
         tuple(tasks),
+        (("a", [1, 4, 9]),),
     )
+
+
+def test_partitions_of_one_topic_out_of_order_are_listed_sorted() -> None:
+    parts_of = [(TopicPartition("a", n),) for n in (9, 1, 4)]
+    tasks = [TaskId(0, 7), TaskId(0, 2), TaskId(0, 5)]
+    partitions, ordered, by_topic = _in_partition_order(tasks, parts_of)
+    assert [tp.partition for tp in partitions] == [1, 4, 9]
+    assert ordered == (TaskId(0, 2), TaskId(0, 5), TaskId(0, 7))
+    assert by_topic == (("a", [1, 4, 9]),)
+    # several topics: no listing (the adapter groups them itself)
+    mixed = [(TopicPartition("b", 0),), (TopicPartition("a", 3),)]
+    assert _in_partition_order(tasks[:2], mixed)[2] is None
