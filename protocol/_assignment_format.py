@@ -29,7 +29,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from operator import attrgetter, is_, sub
+from itertools import compress, repeat
+from operator import attrgetter, eq, is_, sub
 
 import msgpack
 
@@ -254,11 +255,10 @@ def _encode_hosts(
             (name,) = topics_of[host]
             runs = [(topic_index[name], sorted(map(_PARTITION, partitions)))]
         else:
-            by_topic: dict[int, list[int]] = {}
-            pairs = sorted([(topic_index[tp.topic], tp.partition) for tp in partitions])
-            for topic, partition in pairs:
-                by_topic.setdefault(topic, []).append(partition)
-            runs = list(by_topic.items())
+            # each topic's numbers picked out (compress) and sorted in C, topics in index order
+            names, numbers = list(map(_TOPIC, partitions)), list(map(_PARTITION, partitions))
+            runs = [(topic_index[t], sorted(compress(numbers, map(eq, names, repeat(t)))))
+                    for t in sorted(topics_of[host], key=topic_index.__getitem__)]
         for topic, numbers in runs:
             entry.append([topic, numbers[0], *map(sub, numbers[1:], numbers)])
         encoded.append(entry)

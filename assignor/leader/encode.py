@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from itertools import chain, islice
-from operator import attrgetter, lt
+from operator import attrgetter, itemgetter, lt
 from typing import cast
 
 from assignor.leader.decode import member_groups
@@ -29,6 +29,7 @@ PartitionsByHost = dict[HostInfo, frozenset[TopicPartition]]
 HostMaps = tuple[PartitionsByHost, PartitionsByHost]
 _TOPIC = attrgetter("topic")
 _PARTITION = attrgetter("partition")
+_FIRST = itemgetter(0)
 
 #: Most bytes the copies of the group's host maps may take in one rebalance's assignments
 #: together. The broker keeps every member's subscription and assignment in one
@@ -232,6 +233,9 @@ def _in_partition_order(
                 tuple(map(mine.__getitem__, order)),
                 ((topic, ranked),),
             )
+    columns = _by_columns(mine, parts_of)
+    if columns is not None:
+        return columns
     # Sorted by (topic, partition) as plain values, compared in C: the same order as sorting
     # the partitions themselves, without a Python-level comparison each.
     rows = sorted(
@@ -242,6 +246,36 @@ def _in_partition_order(
         ]
     )
     return tuple([row[2] for row in rows]), tuple([row[3] for row in rows]), None
+
+
+def _by_columns(
+    mine: Sequence[TaskId], parts_of: list[tuple[TopicPartition, ...]]
+) -> tuple[tuple[TopicPartition, ...], tuple[TaskId, ...], ByTopic] | None:
+    """:func:`_in_partition_order` for tasks of copartitioned topics: every task holds ``k``
+    partitions, its ``j``-th of one topic for all tasks, numbers strictly ascending down each
+    such column, the ``k`` topics distinct. Then the general sort's order is the columns one
+    after the other by topic name (no ties: each (topic, partition) appears once), each
+    partition's task the column's row, and aiokafka's listing each column's numbers, all read
+    in C (12,000 partitions of 6,000 tasks over two topics: a tuple each, sorted, before).
+    ``None`` for any other shape."""
+    width = len(parts_of[0])
+    if width < 2 or set(map(len, parts_of)) != {width}:
+        return None
+    picked: list[tuple[str, tuple[TopicPartition, ...], list[int]]] = []
+    for column in zip(*parts_of, strict=True):
+        topics = set(map(_TOPIC, column))
+        numbers = list(map(_PARTITION, column))
+        if len(topics) != 1 or not all(map(lt, numbers, islice(numbers, 1, None))):
+            return None
+        picked.append((topics.pop(), column, numbers))
+    if len({topic for topic, _, _ in picked}) != width:
+        return None
+    picked.sort(key=_FIRST)
+    return (
+        tuple(chain.from_iterable(column for _, column, _ in picked)),
+        tuple(mine) * width,
+        tuple((topic, numbers) for topic, _, numbers in picked),
+    )
 
 
 def _answer(
