@@ -85,12 +85,7 @@ def test_balanced_and_complete(
     split = data.draw(st.integers(0, len(stateful)))
     actives, standbys = stateful[:split], stateful[split:]
     stateless = [TaskId(9, p) for p in range(data.draw(st.integers(0, 20)))]
-    prev = {
-        c: tuple(data.draw(st.lists(st.sampled_from(stateful), unique=True, max_size=10)))
-        if stateful
-        else ()
-        for c in consumers
-    }
+    prev = _drawn_previous(data, stateful, consumers, 10)
     result = distribute_tasks(consumers, actives, standbys, stateless, prev)
     given_active = [x for c in consumers for x in result.active[c]]
     given_standby = [x for c in consumers for x in result.standby[c]]
@@ -285,11 +280,17 @@ def test_a_reporting_threads_previous_tasks_are_ordered_as_the_client_orders_the
     assert got == client.prev_tasks_by_lag("a")
 
 
-@given(
-    stateful=tasks_strategy,
-    n_consumers=st.integers(1, 5),
-    data=st.data(),
-)
+def _drawn_previous(
+    data: st.DataObject, stateful: list[TaskId], consumers: list[str], most: int
+) -> dict[str, tuple[TaskId, ...]]:
+    """Each consumer's previous tasks, distinct, drawn from ``stateful``."""
+    if not stateful:
+        return dict.fromkeys(consumers, ())
+    lists = st.lists(st.sampled_from(stateful), unique=True, max_size=most)
+    return {c: tuple(data.draw(lists)) for c in consumers}
+
+
+@given(tasks_strategy, st.integers(1, 5), st.data())
 def test_a_repeated_previous_task_changes_nothing(
     stateful: list[TaskId], n_consumers: int, data: st.DataObject
 ) -> None:
@@ -297,12 +298,7 @@ def test_a_repeated_previous_task_changes_nothing(
     again: listing a task twice gives the answer of listing it once (the whole-list path must
     notice the repeat, or it would hand the task out twice)."""
     consumers = [f"c{i}" for i in range(n_consumers)]
-    prev = {
-        c: tuple(data.draw(st.lists(st.sampled_from(stateful), unique=True, max_size=8)))
-        if stateful
-        else ()
-        for c in consumers
-    }
+    prev = _drawn_previous(data, stateful, consumers, 8)
     repeated = {c: tasks + tasks[:2] for c, tasks in prev.items()}
     once = distribute_tasks(consumers, stateful, [], [], prev)
     twice = distribute_tasks(consumers, stateful, [], [], repeated)
