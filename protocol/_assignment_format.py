@@ -29,7 +29,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from operator import attrgetter, is_, sub
+from itertools import compress, repeat
+from operator import attrgetter, eq, is_, sub
 
 import msgpack
 
@@ -136,9 +137,10 @@ def host_section(info: AssignmentInfo, version: int) -> HostSection:
         "host map partitions",
         MAX_HOST_MAP_PARTITIONS,
     )
-    # Each host's topics, read once: the topic dictionary, and whether a host has one topic.
+    # Each partition's topic, read once (in the set's order): the topic dictionary, whether a
+    # host has one topic, and which of its partitions are of which topic.
     topics_of = [
-        {host: set(map(_TOPIC, partitions)) for host, partitions in host_map.items()}
+        {host: list(map(_TOPIC, partitions)) for host, partitions in host_map.items()}
         for host_map in host_maps
     ]
     topics = sorted(set().union(*(names for per in topics_of for names in per.values())))
@@ -242,23 +244,22 @@ def encode(info: AssignmentInfo, version: int, hosts: HostSection) -> bytes:
 
 
 def _encode_hosts(
-    host_map: HostMap, topic_index: Mapping[str, int], topics_of: Mapping[HostInfo, set[str]]
+    host_map: HostMap, topic_index: Mapping[str, int], topics_of: Mapping[HostInfo, list[str]]
 ) -> list[list[object]]:
     """Hosts by (host, port), each ``[host, port, [topic, p0, p1 - p0, ...], ...]``; a host
-    of one topic (``topics_of``) sorts plain partition numbers, and the deltas are taken in C."""
+    of one topic (``topics_of``: each partition's, in the set's order) sorts plain partition
+    numbers, one of several picks each topic's numbers (compress); all of it in C."""
     encoded: list[list[object]] = []
     for host in sorted(host_map, key=lambda h: (h.host, h.port)):
-        partitions = host_map[host]
+        partitions, names = host_map[host], topics_of[host]
         entry: list[object] = [host.host, host.port]
-        if len(topics_of[host]) == 1:
-            (name,) = topics_of[host]
-            runs = [(topic_index[name], sorted(map(_PARTITION, partitions)))]
-        else:
-            by_topic: dict[int, list[int]] = {}
-            pairs = sorted([(topic_index[tp.topic], tp.partition) for tp in partitions])
-            for topic, partition in pairs:
-                by_topic.setdefault(topic, []).append(partition)
-            runs = list(by_topic.items())
+        distinct = set(names)
+        if len(distinct) == 1:
+            runs = [(topic_index[distinct.pop()], sorted(map(_PARTITION, partitions)))]
+        else:  # (the same set iterated again: the same order as ``names``)
+            numbers = list(map(_PARTITION, partitions))
+            runs = [(topic_index[t], sorted(compress(numbers, map(eq, names, repeat(t)))))
+                    for t in sorted(distinct, key=topic_index.__getitem__)]
         for topic, numbers in runs:
             entry.append([topic, numbers[0], *map(sub, numbers[1:], numbers)])
         encoded.append(entry)

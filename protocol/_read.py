@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Callable
+from itertools import repeat
+from operator import is_
 from typing import Final, NoReturn
 
 import msgpack
@@ -355,6 +357,37 @@ def topic_partition(topic: str, partition: int) -> TopicPartition:
             _partitions.clear()
         tp = _partitions[key] = trusted_topic_partition(topic, partition)
     return tp
+
+
+def task_id_range(subtopology: int, count: int) -> list[TaskId]:
+    """``[task_id(subtopology, p, None) for p in range(count)]``, the table read in C.
+
+    A leader's task plan makes one id per partition of every subtopology (6,000 at Kafka's
+    LargePartitionCount point); a Python call per id was most of the plan. Ids missing from
+    the table are made one by one, as :func:`task_id` makes them.
+    """
+    found: list[TaskId | None] = list(
+        map(
+            _tasks.get,
+            zip(repeat(subtopology, count), range(count), repeat(None, count), strict=True),
+        )
+    )
+    if any(map(is_, found, repeat(None))):  # ``is``, not ``in``: ``==`` calls TaskId.__eq__
+        return [
+            task_id(subtopology, p, None) if task is None else task for p, task in enumerate(found)
+        ]
+    return found  # type: ignore[return-value]  # no None left
+
+
+def topic_partition_range(topic: str, count: int) -> list[TopicPartition]:
+    """``[topic_partition(topic, p) for p in range(count)]``, the table read in C (see
+    :func:`task_id_range`)."""
+    found: list[TopicPartition | None] = list(
+        map(_partitions.get, zip(repeat(topic, count), range(count), strict=True))
+    )
+    if any(map(is_, found, repeat(None))):
+        return [topic_partition(topic, p) if tp is None else tp for p, tp in enumerate(found)]
+    return found  # type: ignore[return-value]
 
 
 def forget_interned() -> None:

@@ -11,7 +11,7 @@ is merely slower.
 
 from __future__ import annotations
 
-from protocol._read import task_id, topic_partition
+from protocol._read import task_id, task_id_range, topic_partition, topic_partition_range
 
 #: ``shared_task_id(subtopology, partition, topology)``, topology ``None`` for an unnamed
 #: task: the shared ``TaskId`` for values the caller has already checked (no validation). The
@@ -22,5 +22,18 @@ shared_task_id = task_id
 #: caller has already checked; the decoder's own function, as above.
 shared_topic_partition = topic_partition
 
+#: ``shared_task_ids(subtopology, count)``: the shared unnamed ``TaskId`` of each partition
+#: ``0 .. count - 1`` of a subtopology, looked up in C (a task plan's thousands of ids).
+shared_task_ids = task_id_range
 
-__all__ = ["shared_task_id", "shared_topic_partition"]
+#: ``shared_topic_partitions(topic, count)``: the shared ``TopicPartition`` of each partition
+#: ``0 .. count - 1`` of a topic, looked up in C.
+shared_topic_partitions = topic_partition_range
+
+
+__all__ = [
+    "shared_task_id",
+    "shared_task_ids",
+    "shared_topic_partition",
+    "shared_topic_partitions",
+]

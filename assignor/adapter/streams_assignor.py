@@ -363,8 +363,13 @@ def _answer_structs(
         if member is not last:
             answer = made.get(id(member))
             if answer is None:
+                by_topic = member.by_topic
                 answer = made[id(member)] = ConsumerProtocolMemberAssignment(
-                    _CONSUMER_PROTOCOL_VERSION, _by_topic(member.partitions), member.user_data
+                    _CONSUMER_PROTOCOL_VERSION,
+                    _by_topic(member.partitions)
+                    if by_topic is None
+                    else [(topic, list(numbers)) for topic, numbers in by_topic],
+                    member.user_data,
                 )
             last = member
         answers[member_id] = answer

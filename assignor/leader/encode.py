@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from itertools import chain, islice
-from operator import attrgetter, lt
+from operator import attrgetter, itemgetter, lt
 from typing import cast
 
 from assignor.leader.decode import member_groups
-from assignor.leader.model import DecodedGroup, MemberResult
+from assignor.leader.model import ByTopic, DecodedGroup, MemberResult
 from assignor.placement.client_state import ClientState
 from assignor.placement.threads import ThreadAssignment
 from assignor.topology.tasks import TaskLayout
@@ -29,6 +29,7 @@ PartitionsByHost = dict[HostInfo, frozenset[TopicPartition]]
 HostMaps = tuple[PartitionsByHost, PartitionsByHost]
 _TOPIC = attrgetter("topic")
 _PARTITION = attrgetter("partition")
+_FIRST = itemgetter(0)
 
 #: Most bytes the copies of the group's host maps may take in one rebalance's assignments
 #: together. The broker keeps every member's subscription and assignment in one
@@ -158,12 +159,13 @@ def encode_members(
             standby_ids = thread.standby.get(member_id, ())
             partitions: tuple[TopicPartition, ...] = ()
             active_tasks: tuple[TaskId, ...] = ()
+            by_topic: ByTopic | None = None
             if mine:
                 partitions = tasks[mine[0]] if len(mine) == 1 else ()
                 if len(partitions) == 1:  # one task of one partition: nothing to sort
                     active_tasks = (mine[0],)
                 else:
-                    partitions, active_tasks = _in_partition_order(
+                    partitions, active_tasks, by_topic = _in_partition_order(
                         mine, partitions_of(mine, layout, known)
                     )
             standby: dict[TaskId, tuple[TopicPartition, ...]]
@@ -197,14 +199,18 @@ def encode_members(
                     "host_maps_complete": not own_only,
                 },
             )
-            results[member_id] = MemberResult(partitions, answer_info, encode(answer_info))
+            results[member_id] = MemberResult(
+                partitions, answer_info, encode(answer_info), by_topic
+            )
     return results
 
 
 def _in_partition_order(
     mine: Sequence[TaskId], parts_of: list[tuple[TopicPartition, ...]]
-) -> tuple[tuple[TopicPartition, ...], tuple[TaskId, ...]]:
-    """A member's partitions sorted by (topic, partition), and the task of each.
+) -> tuple[tuple[TopicPartition, ...], tuple[TaskId, ...], ByTopic | None]:
+    """A member's partitions sorted by (topic, partition), the task of each, and, when they
+    are of one topic, aiokafka's ``[(topic, [partition, ...])]`` of them (the numbers read
+    here once, so the adapter does not read every partition again: ``MemberResult.by_topic``).
 
     A client's tasks arrive sorted, so tasks of one partition of one topic mostly come with
     their partitions already ascending (6,000 tasks of the one remaining consumer at 6,000
@@ -216,12 +222,20 @@ def _in_partition_order(
     flat = list(chain.from_iterable(parts_of))
     if len(flat) == len(mine) and len(set(map(_TOPIC, flat))) == 1:
         numbers = list(map(_PARTITION, flat))
+        topic = flat[0].topic
         if all(map(lt, numbers, islice(numbers, 1, None))):
-            return tuple(flat), tuple(mine)
+            return tuple(flat), tuple(mine), ((topic, numbers),)
         order = sorted(range(len(numbers)), key=numbers.__getitem__)
         ranked = list(map(numbers.__getitem__, order))
         if all(map(lt, ranked, islice(ranked, 1, None))):
-            return tuple(map(flat.__getitem__, order)), tuple(map(mine.__getitem__, order))
+            return (
+                tuple(map(flat.__getitem__, order)),
+                tuple(map(mine.__getitem__, order)),
+                ((topic, ranked),),
+            )
+    columns = _by_columns(mine, parts_of)
+    if columns is not None:
+        return columns
     # Sorted by (topic, partition) as plain values, compared in C: the same order as sorting
     # the partitions themselves, without a Python-level comparison each.
     rows = sorted(
@@ -231,7 +245,37 @@ def _in_partition_order(
             for tp in parts
         ]
     )
-    return tuple([row[2] for row in rows]), tuple([row[3] for row in rows])
+    return tuple([row[2] for row in rows]), tuple([row[3] for row in rows]), None
+
+
+def _by_columns(
+    mine: Sequence[TaskId], parts_of: list[tuple[TopicPartition, ...]]
+) -> tuple[tuple[TopicPartition, ...], tuple[TaskId, ...], ByTopic] | None:
+    """:func:`_in_partition_order` for tasks of copartitioned topics: every task holds ``k``
+    partitions, its ``j``-th of one topic for all tasks, numbers strictly ascending down each
+    such column, the ``k`` topics distinct. Then the general sort's order is the columns one
+    after the other by topic name (no ties: each (topic, partition) appears once), each
+    partition's task the column's row, and aiokafka's listing each column's numbers, all read
+    in C (12,000 partitions of 6,000 tasks over two topics: a tuple each, sorted, before).
+    ``None`` for any other shape."""
+    width = len(parts_of[0])
+    if width < 2 or set(map(len, parts_of)) != {width}:
+        return None
+    picked: list[tuple[str, tuple[TopicPartition, ...], list[int]]] = []
+    for column in zip(*parts_of, strict=True):
+        topics = set(map(_TOPIC, column))
+        numbers = list(map(_PARTITION, column))
+        if len(topics) != 1 or not all(map(lt, numbers, islice(numbers, 1, None))):
+            return None
+        picked.append((topics.pop(), column, numbers))
+    if len({topic for topic, _, _ in picked}) != width:
+        return None
+    picked.sort(key=_FIRST)
+    return (
+        tuple(chain.from_iterable(column for _, column, _ in picked)),
+        tuple(mine) * width,
+        tuple((topic, numbers) for topic, _, numbers in picked),
+    )
 
 
 def _answer(

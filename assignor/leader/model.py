@@ -43,6 +43,10 @@ class GroupInput:
     memory: LeaderMemory = field(default_factory=LeaderMemory)
 
 
+#: a member's partitions grouped by topic, topics and partitions ascending
+ByTopic = tuple[tuple[str, list[int]], ...]
+
+
 @dataclass(frozen=True, slots=True)
 class MemberResult:
     """One member's answer: its partitions and the encoded ``AssignmentInfo`` for user data."""
@@ -50,6 +54,10 @@ class MemberResult:
     partitions: tuple[TopicPartition, ...]
     info: AssignmentInfo
     user_data: bytes
+    #: ``partitions`` as aiokafka lists them, ``((topic, [partition, ...]), ...)`` ascending,
+    #: when the leader read them so already (a member of one topic's many partitions), else
+    #: None; not part of the answer's value (the adapter copies the lists it hands aiokafka)
+    by_topic: ByTopic | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from assignor.topology.model import Topology
 from protocol.ids import TaskId, TopicPartition, trusted_task_id, trusted_topic_partition
-from protocol.shared_ids import shared_task_id, shared_topic_partition
+from protocol.shared_ids import shared_task_ids, shared_topic_partition, shared_topic_partitions
 
 TaskPartitions = Mapping[TaskId, tuple[TopicPartition, ...]]
 
@@ -122,45 +122,40 @@ def plan_tasks(topology: Topology, source_partitions: Mapping[str, int]) -> Task
     the members' subscriptions name are these very objects and lookups end at identity.
     """
     tasks: dict[TaskId, tuple[TopicPartition, ...]] = {}
-    stateful: list[TaskId] = []
     changelogs: dict[TaskId, tuple[TopicPartition, ...]] = {}
     counts: dict[str, int] = {}
     for sub in topology.subtopologies:
         sized = _sized_sources(sub.source_topics, source_partitions)
         widest = max(count for _, count in sized)
-        sub_id = sub.id
-        ids = [shared_task_id(sub_id, partition, None) for partition in range(widest)]
-        if len(sized) == 1:
-            topic = sized[0][0]
-            tasks.update(
-                zip(ids, [(shared_topic_partition(topic, p),) for p in range(widest)], strict=True)
-            )
-        else:
-            tasks.update(
-                zip(
-                    ids,
-                    [
-                        tuple([shared_topic_partition(t, p) for t, n in sized if n > p])
-                        for p in range(widest)
-                    ],
-                    strict=True,
-                )
-            )
+        ids = shared_task_ids(sub.id, widest)
+        tasks.update(zip(ids, _partition_tuples(sized, widest), strict=True))
         logs = sub.changelog_topics
         if logs:  # a stateful subtopology (Subtopology.is_stateful)
-            stateful.extend(ids)
             changelogs.update(
-                zip(
-                    ids,
-                    [tuple([shared_topic_partition(t, p) for t in logs]) for p in range(widest)],
-                    strict=True,
-                )
+                zip(ids, _partition_tuples([(t, widest) for t in logs], widest), strict=True)
             )
         for topic in sub.created_changelog_topics:
             counts[topic] = widest  # the highest task partition + 1
+    # The stateful tasks are exactly the changelog map's keys: a set made from a dict takes
+    # the hashes the dict stored (``TaskId.__hash__`` is a Python call, 6,000 per plan).
     return TaskLayout(
-        tasks=tasks, stateful=frozenset(stateful), changelogs=changelogs, changelog_counts=counts
+        tasks=tasks, stateful=frozenset(changelogs), changelogs=changelogs, changelog_counts=counts
     )
+
+
+def _partition_tuples(
+    sized: list[tuple[str, int]], widest: int
+) -> list[tuple[TopicPartition, ...]]:
+    """Partition ``p``'s tuple of each topic with more than ``p`` partitions, in topic order,
+    for every ``p`` below ``widest``: the shared instances, and for topics of ``widest``
+    partitions the tuples made in C (``zip``)."""
+    if all(count == widest for _, count in sized):
+        return list(
+            zip(*[shared_topic_partitions(topic, widest) for topic, _ in sized], strict=True)
+        )
+    return [
+        tuple([shared_topic_partition(t, p) for t, n in sized if n > p]) for p in range(widest)
+    ]
 
 
 __all__ = [

@@ -100,7 +100,19 @@ def shape_text(shape: dict[str, Any]) -> str:
 # --- the peer grid and wire bytes -------------------------------------------------------------
 
 
+#: ``--points``: only these (partitions, instances) of the peer and Java grids (all when empty)
+ONLY_POINTS: set[tuple[int, int]] = set()
+
+
+def _selected(partitions: int, instances: int) -> bool:
+    return not ONLY_POINTS or (partitions, instances) in ONLY_POINTS
+
+
 def peer_configs(quick: bool) -> list[dict[str, Any]]:
+    return [c for c in _peer_configs(quick) if _selected(c["partitions"], c["instances"])]
+
+
+def _peer_configs(quick: bool) -> list[dict[str, Any]]:
     configs = []
     if quick:
         for p, c in QUICK_PEER_POINTS:
@@ -309,7 +321,11 @@ def java_grid(report: Report, worker: Worker, quick: bool, runs: int, budget_s: 
     # costliest for Java's side last, so a spent budget leaves those out rather than these.
     first_names = ("LargePartitionCount", "ManyThreadsPerClient")
     points = sorted(
-        (g for g in GRID if not (quick and g[1] * g[2] * g[3] > 20_000)),
+        (
+            g
+            for g in GRID
+            if not (quick and g[1] * g[2] * g[3] > 20_000) and _selected(g[1], g[2])
+        ),
         key=lambda g: (g[0] not in first_names, first_names.index(g[0]) if g[0] in first_names
                        else 0),
     )
@@ -706,10 +722,17 @@ def main(argv: list[str] | None = None) -> int:
                         help="scale every section's time budget (default 1.0)")
     parser.add_argument("--sections", default="peers,java,growth,older",
                         help="comma-separated: peers, java, growth, older")
+    parser.add_argument("--points", default="",
+                        help="only these grid points, as P,C pairs separated by ';' (e.g. "
+                        "'6000,2'): peer and Java grids; for comparing two checkouts")
     parser.add_argument("--out", type=Path, default=None, help="results folder")
     parser.add_argument("--publish", action="store_true", help="copy to docs/bench/latest.md")
     args = parser.parse_args(argv)
     quick = args.quick or os.environ.get("BENCH_QUICK", "") not in ("", "0")
+    ONLY_POINTS.clear()
+    ONLY_POINTS.update(
+        (int(p), int(c)) for p, c in (pair.split(",") for pair in args.points.split(";") if pair)
+    )
     budgets = {key: value * args.budget for key, value in (QUICK_BUDGET_S if quick
                                                              else FULL_BUDGET_S).items()}
     wanted = set(args.sections.split(","))

@@ -149,3 +149,19 @@ def test_the_step_breakdown_times_every_step_of_a_real_assign() -> None:
     # the second rebalance has the same topology and counts: the leader's cache plans nothing
     second = rounds["second"].steps_ms
     assert second is not None and "2-3 plan tasks" not in second
+
+
+def test_points_option_keeps_only_the_named_grid_points() -> None:
+    """``run.py --points 6000,2`` keeps the peer configurations of that point alone (all five
+    of the full grid), and no option keeps every point."""
+    from tests.bench import run
+
+    try:
+        run.ONLY_POINTS.update({(6000, 2)})
+        chosen = run.peer_configs(quick=False)
+        assert {(c["partitions"], c["instances"]) for c in chosen} == {(6000, 2)}
+        assert len(chosen) == 5
+        run.ONLY_POINTS.clear()
+        assert len(run.peer_configs(quick=False)) == 5 * len(run.PEER_POINTS)
+    finally:
+        run.ONLY_POINTS.clear()

@@ -53,3 +53,19 @@ def test_partitions_grouped_by_topic_ascending_whatever_their_order() -> None:
     mixed = [TopicPartition("b", 2), TopicPartition("a", 9), TopicPartition("b", 0)]
     assert _by_topic(mixed) == [("a", [9]), ("b", [0, 2])]
     assert _by_topic([]) == []
+
+
+def test_a_listing_the_leader_already_made_is_handed_over_as_a_copy() -> None:
+    """``MemberResult.by_topic`` (the encode step's one-topic listing) becomes aiokafka's
+    assignment as it is, in lists of aiokafka's own, so the result is never changed through
+    the struct."""
+    info = AssignmentInfo.error(AssignorError.NONE, 1)
+    numbers = [2, 5, 8]
+    partitions = tuple(TopicPartition(topic="t", partition=n) for n in numbers)
+    listed = MemberResult(partitions, info, b"x", (("t", numbers),))
+    answers = _answer_structs({"a": _metadata()}, {"a": listed})
+    assert answers["a"].assignment == [("t", [2, 5, 8])]
+    assert answers["a"].assignment[0][1] is not numbers
+    # and a listing different from the partitions would show: the listing is what is sent
+    other = MemberResult(partitions, info, b"x", (("t", [2, 5]),))
+    assert _answer_structs({"a": _metadata()}, {"a": other})["a"].assignment == [("t", [2, 5])]

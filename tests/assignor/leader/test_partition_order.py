@@ -31,15 +31,36 @@ def _general(
     return tuple(row[2] for row in rows), tuple(row[3] for row in rows)
 
 
-@given(_PARTS, st.sampled_from(["any", "one topic", "ascending"]))
+@given(
+    _PARTS,
+    st.sampled_from(
+        ["any", "one topic", "ascending", "copartitioned", "copartitioned, b first", "columns"]
+    ),
+)
 def test_same_order_as_the_general_sort(parts: list[list[TopicPartition]], shape: str) -> None:
     parts_of = [tuple(p) for p in parts]
     if shape == "one topic":  # one partition per task, in any order, ties possible
         parts_of = [(TopicPartition("a", p[0].partition),) for p in parts]
     elif shape == "ascending":  # the common shape: one topic, one partition per task, in order
         parts_of = [(TopicPartition("a", n),) for n in sorted({p[0].partition for p in parts})]
+    elif shape.startswith("copartitioned"):  # two topics, partition n of each per task
+        first, second = ("b", "a") if "b first" in shape else ("a", "b")
+        numbers = sorted({p[0].partition for p in parts})
+        parts_of = [(TopicPartition(first, n), TopicPartition(second, n)) for n in numbers]
+    elif shape == "columns":  # two partitions per task, each column's topic and order drawn
+        parts_of = [(p[0], p[-1]) for p in parts]
     tasks = [TaskId(0, i) for i in range(len(parts_of))]
-    assert _in_partition_order(tasks, parts_of) == _general(tasks, parts_of)
+    partitions, ordered, by_topic = _in_partition_order(tasks, parts_of)
+    assert (partitions, ordered) == _general(tasks, parts_of)
+    if by_topic is not None:  # aiokafka's listing of the same partitions, when given
+        assert [(t, n) for t, n in by_topic] == _aiokafka_listing(partitions)
+
+
+def _aiokafka_listing(partitions: tuple[TopicPartition, ...]) -> list[tuple[str, list[int]]]:
+    grouped: dict[str, list[int]] = {}
+    for tp in partitions:
+        grouped.setdefault(tp.topic, []).append(tp.partition)
+    return [(topic, sorted(numbers)) for topic, numbers in sorted(grouped.items())]
 
 
 def test_ascending_partitions_keep_their_tasks() -> None:
@@ -48,4 +69,27 @@ def test_ascending_partitions_keep_their_tasks() -> None:
     assert _in_partition_order(tasks, parts_of) == (
         tuple(p[0] for p in parts_of),
         tuple(tasks),
+        (("a", [1, 4, 9]),),
     )
+
+
+def test_partitions_of_one_topic_out_of_order_are_listed_sorted() -> None:
+    parts_of = [(TopicPartition("a", n),) for n in (9, 1, 4)]
+    tasks = [TaskId(0, 7), TaskId(0, 2), TaskId(0, 5)]
+    partitions, ordered, by_topic = _in_partition_order(tasks, parts_of)
+    assert [tp.partition for tp in partitions] == [1, 4, 9]
+    assert ordered == (TaskId(0, 2), TaskId(0, 5), TaskId(0, 7))
+    assert by_topic == (("a", [1, 4, 9]),)
+    # several topics: no listing (the adapter groups them itself)
+    mixed = [(TopicPartition("b", 0),), (TopicPartition("a", 3),)]
+    assert _in_partition_order(tasks[:2], mixed)[2] is None
+
+
+def test_two_columns_of_one_topic_interleave_as_the_general_sort_does() -> None:
+    """Each task's two partitions of the same topic (2n and 2n + 1): not copartitioned topics,
+    so the partitions interleave across tasks, as the general sort orders them."""
+    parts_of = [(TopicPartition("a", 2 * n), TopicPartition("a", 2 * n + 1)) for n in range(3)]
+    tasks = [TaskId(0, n) for n in range(3)]
+    partitions, ordered, _ = _in_partition_order(tasks, parts_of)
+    assert (partitions, ordered) == _general(tasks, parts_of)
+    assert [tp.partition for tp in partitions] == [0, 1, 2, 3, 4, 5]

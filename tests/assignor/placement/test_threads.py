@@ -15,7 +15,7 @@ from assignor.placement.threads import (
     distribute_tasks,
     java_hash_set_order,
 )
-from protocol.ids import TaskId
+from protocol.ids import ProcessId, TaskId
 
 
 def t(text: str) -> TaskId:
@@ -85,12 +85,7 @@ def test_balanced_and_complete(
     split = data.draw(st.integers(0, len(stateful)))
     actives, standbys = stateful[:split], stateful[split:]
     stateless = [TaskId(9, p) for p in range(data.draw(st.integers(0, 20)))]
-    prev = {
-        c: tuple(data.draw(st.lists(st.sampled_from(stateful), unique=True, max_size=10)))
-        if stateful
-        else ()
-        for c in consumers
-    }
+    prev = _drawn_previous(data, stateful, consumers, 10)
     result = distribute_tasks(consumers, actives, standbys, stateless, prev)
     given_active = [x for c in consumers for x in result.active[c]]
     given_standby = [x for c in consumers for x in result.standby[c]]
@@ -247,3 +242,66 @@ def test_the_int_rank_sorts_as_kafka_compares(
     tasks = [TaskId(s, p, topology=None if unnamed_only else name) for s, p, name in drawn]
     assert _task_sorted(tasks) == sorted(tasks, key=lambda t: t.sort_key)
     assert all(hasattr(t, "_rank") == (t.topology is None) for t in tasks)
+
+
+@given(
+    st.dictionaries(
+        st.tuples(st.integers(0, 2), st.integers(0, 30)),
+        st.sampled_from([-3, -2, 0, 5, 50, 100, 150, 10**6]),
+        max_size=40,
+    ),
+    st.sampled_from([100, -3]),
+    st.integers(0, 2**32),
+)
+def test_a_reporting_threads_previous_tasks_are_ordered_as_the_client_orders_them(
+    reports: dict[tuple[int, int], int], end: int, seed: int
+) -> None:
+    """``distribute_client_tasks`` orders a thread's reported tasks by (lag, task) itself when
+    the leader passes its stateful set: the order ``ClientState.prev_tasks_by_lag`` gives, with
+    stateless (dropped) tasks, equal lags, reports past the end, running and unknown sums."""
+    import random
+
+    from assignor.placement.client_state import ClientState
+    from assignor.placement.lags import TaskLags
+    from assignor.placement.threads import _prev_by_lag
+
+    rng = random.Random(seed)
+    stateful = frozenset(TaskId(s, p) for s in (0, 1) for p in range(31))  # 2_x is stateless
+    end_sums = {task: rng.choice([end, end, 7]) for task in stateful}
+    offsets = {TaskId(s, p): value for (s, p), value in reports.items()}
+    # a task the thread lists without a sum of its own (another thread's report won, say)
+    held = frozenset(offsets) | {TaskId(0, 30), TaskId(1, 29)}
+    client = ClientState(
+        ProcessId.for_int(1), 2, consumers=("a", "b"), task_lags=TaskLags(offsets, end_sums),
+        previous_tasks_by_consumer={"a": held, "b": frozenset()},
+    )  # fmt: skip
+    assert isinstance(client.task_lags, TaskLags)
+    got = _prev_by_lag(held, client.task_lags, stateful)
+    assert got == client.prev_tasks_by_lag("a")
+
+
+def _drawn_previous(
+    data: st.DataObject, stateful: list[TaskId], consumers: list[str], most: int
+) -> dict[str, tuple[TaskId, ...]]:
+    """Each consumer's previous tasks, distinct, drawn from ``stateful``."""
+    if not stateful:
+        return dict.fromkeys(consumers, ())
+    lists = st.lists(st.sampled_from(stateful), unique=True, max_size=most)
+    return {c: tuple(data.draw(lists)) for c in consumers}
+
+
+@given(tasks_strategy, st.integers(1, 5), st.data())
+def test_a_repeated_previous_task_changes_nothing(
+    stateful: list[TaskId], n_consumers: int, data: st.DataObject
+) -> None:
+    """Java's loop over a thread's previous tasks skips a task it already took, or skips it
+    again: listing a task twice gives the answer of listing it once (the whole-list path must
+    notice the repeat, or it would hand the task out twice)."""
+    consumers = [f"c{i}" for i in range(n_consumers)]
+    prev = _drawn_previous(data, stateful, consumers, 8)
+    repeated = {c: tasks + tasks[:2] for c, tasks in prev.items()}
+    once = distribute_tasks(consumers, stateful, [], [], prev)
+    twice = distribute_tasks(consumers, stateful, [], [], repeated)
+    assert twice == once
+    handed = [x for c in consumers for x in twice.active[c]]
+    assert sorted(handed) == sorted(set(stateful))

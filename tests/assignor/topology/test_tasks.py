@@ -19,6 +19,7 @@ from assignor.topology.tasks import (
     stateful_tasks,
 )
 from protocol.ids import TaskId, TopicPartition
+from protocol.shared_ids import shared_task_id, shared_topic_partition
 
 
 def seed_example() -> Topology:
@@ -131,9 +132,11 @@ def test_grouper_properties(case: tuple[Topology, dict[str, int]]) -> None:
 def test_plan_tasks_in_one_pass_equals_the_four_steps(
     case: tuple[Topology, dict[str, int]],
 ) -> None:
-    """plan_tasks builds its views in one pass; the result, orders included, must be what the
-    four public steps give one after the other (the frozenset's iteration order too, since
-    callers iterate it)."""
+    """plan_tasks builds its views in one pass; the result, the dicts' orders included, must be
+    what the four public steps give one after the other. The stateful set is compared as a set:
+    plan_tasks makes it from the changelog dict (keeping the stored hashes), whose table can
+    iterate in another order than a set grown one task at a time, and no caller depends on a
+    frozenset's order (each looks tasks up in it, or sorts it)."""
     topology, counts = case
     sized = size_internal_topics(topology, counts)
     if not isinstance(sized, InternalTopics):
@@ -141,8 +144,31 @@ def test_plan_tasks_in_one_pass_equals_the_four_steps(
     layout = plan_tasks(topology, sized.source_partitions)
     tasks = create_tasks(topology, sized.source_partitions)
     assert list(layout.tasks.items()) == list(tasks.items())
-    assert list(layout.stateful) == list(stateful_tasks(topology, tasks))
+    assert layout.stateful == stateful_tasks(topology, tasks)
     assert list(layout.changelogs.items()) == list(changelog_partitions(topology, tasks).items())
     assert list(layout.changelog_counts.items()) == list(
         changelog_partition_counts(topology, tasks).items()
     )
+
+
+def test_a_large_plan_uses_the_decoders_shared_ids_and_equals_the_four_steps() -> None:
+    """At thousands of tasks (where the stateful set's table differs in size from one grown a
+    task at a time) the plan still holds the same tasks, partitions and changelogs, and its ids
+    are the decoder's shared instances, so decoded tasks meet them by identity."""
+    builder = TopologyBuilder("big")
+    builder.add_source("in", "Topic-A", "Topic-B").add_processor("p", "in")
+    builder.add_state_store("store", "p")
+    builder.add_source("other", "Topic-C").add_processor("q", "other")
+    topology = builder.build()
+    counts = {"Topic-A": 3000, "Topic-B": 2999, "Topic-C": 5}
+    layout = plan_tasks(topology, counts)
+    tasks = create_tasks(topology, counts)
+    assert list(layout.tasks.items()) == list(tasks.items())
+    assert layout.stateful == stateful_tasks(topology, tasks)
+    assert len(layout.stateful) == 3000
+    assert list(layout.changelogs.items()) == list(changelog_partitions(topology, tasks).items())
+    assert layout.tasks[TaskId(0, 2999)] == (TopicPartition("Topic-A", 2999),)
+    for task, partitions in layout.tasks.items():
+        assert task is shared_task_id(task.subtopology, task.partition, None)
+        for tp in partitions:
+            assert tp is shared_topic_partition(tp.topic, tp.partition)
