@@ -18,7 +18,15 @@ from protocol.messages import LATEST_OFFSET
 class CaughtUp:
     """Which clients are caught up on which stateful task, and the clients in lag order."""
 
-    __slots__ = ("_acceptable", "_candidate_sets", "_candidates", "_count", "_order", "ws")
+    __slots__ = (
+        "_acceptable",
+        "_candidate_sets",
+        "_candidates",
+        "_count",
+        "_movable",
+        "_order",
+        "ws",
+    )
 
     def __init__(self, ws: Workspace, acceptable_recovery_lag: int) -> None:
         self.ws = ws
@@ -27,6 +35,7 @@ class CaughtUp:
         self._order: dict[int, list[tuple[int, int]]] = {}
         self._candidates: dict[int, list[int] | None] = {}
         self._candidate_sets: dict[int, frozenset[int]] = {}
+        self._movable: set[int] | None = None
 
     def lag(self, client: int, task: int) -> int:
         lags = self.ws.lags
@@ -58,7 +67,9 @@ class CaughtUp:
         acceptable = self._acceptable
         found: list[int] | None = None
         if not is_caught_up(lags.default[task], acceptable) or len(reported) >= len(self.ws.pids):
-            if acceptable == LONG_MAX:
+            if lags.caught is not None and lags.acceptable == acceptable:
+                found = lags.caught.get(task) or []  # the same list, recorded with the lags
+            elif acceptable == LONG_MAX:
                 found = list(reported)
             else:  # ``is_caught_up`` inlined: one test per reporting client
                 latest = LATEST_OFFSET
@@ -95,7 +106,15 @@ class CaughtUp:
         special = lags.special
         default = lags.default
         everyone = len(self.ws.pids)
-        found = []
+        found: list[int] = []
+        movable = self._unreported_movable()
+        if movable is not None:
+            assert lags.reported_by is not None
+            # The tasks the client sent no offset sum for, in C: its lag there is the default,
+            # which is not caught up on any of ``movable`` and is above some client's lag.
+            sent = lags.reported_by[client]
+            found = list(movable.intersection(tasks).difference(sent))
+            tasks = tasks.intersection(sent)  # the rest, one at a time as below
         for task in tasks:
             reported = special[task]
             if not reported:
@@ -114,6 +133,22 @@ class CaughtUp:
             listed = candidates(task)
             keys.append((len(listed) if listed is not None else self.count(task), task))
             moves.append((task, client))
+
+    def _unreported_movable(self) -> set[int] | None:
+        """The tasks a client that reported nothing for must give up (its lag is the default:
+        not caught up, and some client's lag is below it, so strictly further ahead), if the
+        lags recorded what that needs (``None`` otherwise)."""
+        movable = self._movable
+        if movable is None:
+            lags = self.ws.lags
+            if (
+                lags.below is None
+                or lags.default_caught is None
+                or lags.acceptable != self._acceptable
+            ):
+                return None
+            movable = self._movable = lags.below - lags.default_caught
+        return movable
 
     def by_lag(self, task: int) -> Iterator[int]:
         """All clients, least lag first, ties by ``ProcessId`` (Kafka's ``tasksToClientByLag``)."""

@@ -100,7 +100,12 @@ def shape_text(shape: dict[str, Any]) -> str:
 # --- the peer grid and wire bytes -------------------------------------------------------------
 
 
-def peer_configs(quick: bool) -> list[dict[str, Any]]:
+def peer_configs(quick: bool, points: str = "") -> list[dict[str, Any]]:
+    """The grid's points; ``points`` (``--points``, e.g. ``1000x10,6000x2``) keeps only those
+    (partitions, instances), at every T, s and topics the full grid has there."""
+    if points:
+        wanted = {tuple(int(n) for n in p.split("x")) for p in points.split(",")}
+        return [c for c in peer_configs(False) if (c["partitions"], c["instances"]) in wanted]
     configs = []
     if quick:
         for p, c in QUICK_PEER_POINTS:
@@ -118,7 +123,12 @@ def peer_configs(quick: bool) -> list[dict[str, Any]]:
 
 
 def peer_grid(
-    report: Report, workers: dict[str, Worker], quick: bool, runs: int, budget_s: float
+    report: Report,
+    workers: dict[str, Worker],
+    quick: bool,
+    runs: int,
+    budget_s: float,
+    points: str = "",
 ) -> None:
     """The peer grid; ``budget_s`` is the whole section's, shared out over its points."""
     section = report.add(
@@ -153,7 +163,7 @@ def peer_grid(
          "SyncGroup B/group ours / Faust / sticky"]
     )
     memory_table = Table(["point", "rebalance", "ours peak MiB", "Faust peak MiB"])
-    configs = peer_configs(quick)
+    configs = peer_configs(quick, points)
     budget = Budget(budget_s, len(configs))
     deadline = time.perf_counter() + budget_s
     skipped: list[str] = []
@@ -706,6 +716,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="scale every section's time budget (default 1.0)")
     parser.add_argument("--sections", default="peers,java,growth,older",
                         help="comma-separated: peers, java, growth, older")
+    parser.add_argument("--points", default="",
+                        help="peer grid: only these PxC points, e.g. 1000x10,6000x2 (every T, s "
+                        "and topics of the full grid there)")
     parser.add_argument("--out", type=Path, default=None, help="results folder")
     parser.add_argument("--publish", action="store_true", help="copy to docs/bench/latest.md")
     args = parser.parse_args(argv)
@@ -732,7 +745,7 @@ def main(argv: list[str] | None = None) -> int:
         for side, worker in workers.items():  # imports and caches warm before anything counts
             worker.call("story", side=side, shape=warm)
         if "peers" in wanted:
-            peer_grid(report, workers, quick, args.runs, budgets["peers"])
+            peer_grid(report, workers, quick, args.runs, budgets["peers"], args.points)
         if "java" in wanted:
             java_grid(report, workers["ours"], quick, args.runs, budgets["java"])
         if "growth" in wanted:

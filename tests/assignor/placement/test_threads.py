@@ -5,12 +5,15 @@ Exact equality with Java on random inputs lives in tests/conformance/test_thread
 
 from __future__ import annotations
 
+import random
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from assignor.placement.threads import (
     TaskAssignmentError,
+    _LazyQueue,
     assign_tasks_to_threads,
     distribute_tasks,
     java_hash_set_order,
@@ -247,3 +250,24 @@ def test_the_int_rank_sorts_as_kafka_compares(
     tasks = [TaskId(s, p, topology=None if unnamed_only else name) for s, p, name in drawn]
     assert _task_sorted(tasks) == sorted(tasks, key=lambda t: t.sort_key)
     assert all(hasattr(t, "_rank") == (t.topology is None) for t in tasks)
+
+
+def test_one_task_left_is_the_heap_without_a_replay() -> None:
+    """``_LazyQueue.heap_order`` answers a queue of at most one task without building the
+    heap (an array of one element is that element); on random polls and removals from random
+    Java orders it equals the replayed heap."""
+    checked = 0
+    for seed in range(400):
+        rng = random.Random(seed)
+        n = rng.randint(1, 40)
+        order = list(range(n))
+        rng.shuffle(order)
+        queue = _LazyQueue(n, order.copy)
+        while len(queue) > rng.choice([0, 1, 1, 2]):
+            if rng.random() < 0.5:
+                queue.poll()
+            else:
+                queue.remove(rng.choice(sorted(queue._present)))
+        assert queue.heap_order() == queue.replayed(), seed
+        checked += len(queue) == 1
+    assert checked > 100
