@@ -9,10 +9,14 @@ them.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from itertools import repeat
 
 from assignor.placement.lags import LONG_MAX, is_caught_up
 from assignor.placement.workspace import Workspace
 from protocol.messages import LATEST_OFFSET
+
+_NONE_CAUGHT_UP: list[int] = []  # shared by every task nobody is caught up on: never mutated
+_UNKNOWN: list[int] = []  # a look-up's "not answered yet"
 
 
 class CaughtUp:
@@ -33,9 +37,30 @@ class CaughtUp:
         self._acceptable = acceptable_recovery_lag
         self._count: dict[int, int] = {}
         self._order: dict[int, list[tuple[int, int]]] = {}
-        self._candidates: dict[int, list[int] | None] = {}
+        # ``candidates(t)`` so far; filled at once from the lags' record when it has one
+        self._candidates: dict[int, list[int] | None] = self._recorded_candidates()
         self._candidate_sets: dict[int, frozenset[int]] = {}
         self._movable: set[int] | None = None
+
+    def _recorded_candidates(self) -> dict[int, list[int] | None]:
+        """``candidates(t)`` of every task whose default lag is not caught up, from the lags'
+        record: ``caught[t]`` (one list per task, as ``candidates`` lists them, or one shared
+        empty list, which nobody mutates); the rest are left to ``candidates``."""
+        lags = self.ws.lags
+        caught = lags.caught
+        if caught is None or lags.default_caught is None or lags.acceptable != self._acceptable:
+            return {}
+        known: dict[int, list[int] | None] = dict.fromkeys(lags.default, _NONE_CAUGHT_UP)
+        known.update(caught)
+        for task in lags.default_caught:
+            del known[task]
+        return known
+
+    @property
+    def known(self) -> dict[int, list[int] | None]:
+        """``candidates(t)`` of the tasks answered so far (read-only: a look-up without a call
+        where a loop asks for every task it moves)."""
+        return self._candidates
 
     def lag(self, client: int, task: int) -> int:
         lags = self.ws.lags
@@ -128,11 +153,13 @@ class CaughtUp:
             if least < lag:
                 found.append(task)
         found.sort()
-        candidates = self.candidates
+        known = self._candidates
         for task in found:
-            listed = candidates(task)
+            listed = known.get(task, _UNKNOWN)
+            if listed is _UNKNOWN:
+                listed = self.candidates(task)
             keys.append((len(listed) if listed is not None else self.count(task), task))
-            moves.append((task, client))
+        moves.extend(zip(found, repeat(client)))
 
     def _unreported_movable(self) -> set[int] | None:
         """The tasks a client that reported nothing for must give up (its lag is the default:

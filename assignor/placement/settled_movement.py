@@ -53,9 +53,10 @@ def settled_active_movements(
     poll can depend on its layout; ``False`` (nothing changed) otherwise."""
     standby = ws.standby
     plan: list[tuple[int, int, list[int], int | None]] = []
+    known = caught.known
     for head in order:
         task, destination = moves[head]
-        candidates = caught.candidates(task)
+        candidates = known[task] if task in known else caught.candidates(task)
         if candidates is None:
             return False  # most clients are caught up: the queue's order decides
         holder: int | None = None
@@ -125,15 +126,19 @@ def settled_standby_movements(
     many moved, or ``None`` (nothing changed) if a poll could depend on the queue's layout."""
     active = ws.active
     standby = ws.standby
-    plan: list[tuple[int, int, list[int]]] = []
+    plan: list[tuple[int, int, int | None]] = []
+    known = caught.known
     for head in order:
         task, destination = moves[head]
-        candidates = caught.candidates(task)
+        candidates = known[task] if task in known else caught.candidates(task)
         if candidates is None:
             return None
-        free = [c for c in candidates if task not in active[c] and task not in standby[c]]
-        if len(free) > 1:
-            return None
+        free: int | None = None
+        for c in candidates:
+            if task not in active[c] and task not in standby[c]:
+                if free is not None:
+                    return None  # two clients may qualify: the queue's layout decides
+                free = c
         plan.append((task, destination, free))
 
     # No look at loads in this loop: copies move by plain set operations (each source holds
@@ -143,9 +148,8 @@ def settled_standby_movements(
     changed: set[int] = set()
     for task, destination, free in plan:
         source: int | None = None
-        for c in free:  # at most one; it may have taken a copy of the task by now
-            if task not in standby[c]:
-                source = c
+        if free is not None and task not in standby[free]:  # it may have taken a copy by now
+            source = free
         if source is None:
 
             def eligible(c: int, t: int = task) -> bool:
