@@ -26,6 +26,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
+from itertools import repeat
 from operator import attrgetter
 from typing import Any, Protocol
 
@@ -199,13 +200,12 @@ def _assign_pass(
     # A TreeMap in Java: iterated by task order, a later owner overwrites an earlier one.
     skipped: dict[int, int] = {}
     if is_stateful and prev:
-        rank = {task: i for i, task in enumerate(ordered)}
+        numbers = _TaskNumbers(ordered)
         for consumer, tasks in prev:
             room = floor - load[consumer]
             mine: list[int] = []
-            for task in tasks:
-                r = rank.get(task)
-                if r is None or r not in queue:
+            for r in numbers.of(tasks):  # -1: not a task of this pass
+                if r < 0 or r not in queue:
                     continue
                 if len(mine) < room:
                     mine.append(r)
@@ -268,6 +268,37 @@ def _assign_pass(
             assignment.setdefault(consumer, []).append(r)
             load[consumer] += 1
     return assignment
+
+
+class _TaskNumbers:
+    """Tasks' positions in a pass's sorted tasks. By their int ``_rank`` when every task has
+    one (unnamed tasks: the look-ups hash ints, in C, instead of calling ``TaskId.__hash__``
+    per task), else by value; a task of a list that lacks a rank is looked up by value."""
+
+    __slots__ = ("_by_rank", "_by_value", "_ordered")
+
+    def __init__(self, ordered: list[TaskId]) -> None:
+        self._ordered = ordered
+        self._by_value: dict[TaskId, int] | None = None
+        try:
+            ranks = list(map(_KEPT_RANK, ordered))
+        except AttributeError:
+            self._by_rank: dict[int, int] | None = None
+        else:
+            self._by_rank = dict(zip(ranks, range(len(ranks)), strict=True))
+
+    def of(self, tasks: Iterable[TaskId]) -> list[int]:
+        """Each task's position, -1 for one that is not among the pass's tasks."""
+        if self._by_rank is not None:
+            try:
+                ranks = list(map(_KEPT_RANK, tasks))
+            except AttributeError:
+                pass  # a named task (no rank): an unnamed task's rank says nothing about it
+            else:
+                return list(map(self._by_rank.get, ranks, repeat(-1)))
+        if self._by_value is None:
+            self._by_value = {task: i for i, task in enumerate(self._ordered)}
+        return list(map(self._by_value.get, tasks, repeat(-1)))
 
 
 def _hash_set_ranks(ordered: list[TaskId]) -> list[int]:

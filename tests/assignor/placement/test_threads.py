@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from assignor.placement.threads import (
     TaskAssignmentError,
     _LazyQueue,
+    _TaskNumbers,
     assign_tasks_to_threads,
     distribute_tasks,
     java_hash_set_order,
@@ -271,3 +272,24 @@ def test_one_task_left_is_the_heap_without_a_replay() -> None:
         assert queue.heap_order() == queue.replayed(), seed
         checked += len(queue) == 1
     assert checked > 100
+
+
+@given(
+    ordered=st.sets(st.tuples(st.integers(0, 3), st.integers(0, 20), st.booleans()), max_size=25),
+    asked=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 20), st.booleans()), max_size=25),
+    named_pass=st.booleans(),
+)
+def test_task_numbers_by_rank_equal_the_look_up_by_value(
+    ordered: set[tuple[int, int, bool]], asked: list[tuple[int, int, bool]], named_pass: bool
+) -> None:
+    """``_TaskNumbers`` finds a task's position by its int rank when it can; a named task
+    (no rank), in the pass or among those asked, goes by value; same answers either way."""
+
+    def task(s: int, p: int, named: bool) -> TaskId:
+        return TaskId(s, p, topology="n" if named else None)
+
+    pass_tasks = [task(s, p, named and named_pass) for s, p, named in sorted(ordered)]
+    pass_tasks = sorted(set(pass_tasks), key=lambda t: (t.topology is not None, t.sort_key))
+    wanted = [task(s, p, named) for s, p, named in asked]
+    by_value = {t: i for i, t in enumerate(pass_tasks)}
+    assert _TaskNumbers(pass_tasks).of(wanted) == [by_value.get(t, -1) for t in wanted]
