@@ -116,11 +116,12 @@ class CaughtUp:
         client: int,
         tasks: set[int],
         moves: list[tuple[int, int]],
-        keys: list[tuple[int, int]],
+        keys: list[int],
     ) -> None:
         """Append to ``moves`` (task, client) for each of the client's ``tasks`` it should give
         up, in task order: those it is not caught up on while some client is strictly further
-        ahead; and to ``keys`` each one's (caught-up clients, task), Kafka's movement order.
+        ahead; and to ``keys`` each one's (caught-up clients, task), Kafka's movement order, as
+        one int (:func:`movement_key`).
         One call per client, not per task (the setup of both movements looks at every assigned
         stateful task); the caught-up test is inlined (``lags.is_caught_up``), and the count
         is the candidates' when they are listed (then they are every caught-up client)."""
@@ -158,7 +159,8 @@ class CaughtUp:
             listed = known.get(task, _UNKNOWN)
             if listed is _UNKNOWN:
                 listed = self.candidates(task)
-            keys.append((len(listed) if listed is not None else self.count(task), task))
+            count = len(listed) if listed is not None else self.count(task)
+            keys.append((count << 32) | task)  # (count, task) as one int: see ``movement_key``
         moves.extend(zip(found, repeat(client)))
 
     def _unreported_movable(self) -> set[int] | None:
@@ -183,7 +185,7 @@ class CaughtUp:
         lags = self.ws.lags
         special = lags.special[task]
         if order is None:
-            order = self._order[task] = sorted((lag, c) for c, lag in special.items())
+            order = self._order[task] = sorted(zip(special.values(), special, strict=True))
         default = lags.default[task]
         i = 0
         while i < len(order) and order[i][0] < default:
@@ -204,7 +206,41 @@ class CaughtUp:
         self, task: int, destination: int, eligible: Callable[[int], bool]
     ) -> int | None:
         """The first eligible client ahead of ``destination`` in lag order, if any."""
-        for client in self.by_lag(task):
+        # The clients whose lag is below the default come first in ``by_lag``, in this
+        # order: most answers are found among them without the generator.
+        order = self._order.get(task)
+        if order is None:
+            special = self.ws.lags.special[task]
+            order = self._order[task] = sorted(zip(special.values(), special, strict=True))
+        special = self.ws.lags.special[task]
+        default = self.ws.lags.default[task]
+        i = 0
+        for lag, client in order:
+            if lag >= default:
+                break
+            if client == destination:
+                return None
+            if eligible(client):
+                return client
+            i += 1
+        if i == len(order) or order[i][0] > default:
+            # No reported lag equals the default (the sparse lags never keep one): next come
+            # the clients with the default lag in client order, then the rest of ``order``.
+            if len(special) < len(self.ws.pids):
+                for client in range(len(self.ws.pids)):
+                    if client in special:
+                        continue
+                    if client == destination:
+                        return None
+                    if eligible(client):
+                        return client
+            for _, client in order[i:]:
+                if client == destination:
+                    return None
+                if eligible(client):
+                    return client
+            return None
+        for client in self.by_lag(task):  # (the ones above again: neither, as just seen)
             if client == destination:
                 return None
             if eligible(client):
@@ -222,6 +258,13 @@ class CaughtUp:
                 f"exist (task {self.ws.tasks[task]})"
             )
         return found
+
+
+def movement_key(caught_up_clients: int, task: int) -> int:
+    """Kafka's movement order (caught-up clients, then task) as one int: both are below
+    2**32 (task numbers and client counts), so ints compare as the pairs do, and equal ints
+    are equal pairs; sorting and hashing ints costs a fraction of tuples'."""
+    return (caught_up_clients << 32) | task
 
 
 class Budget:

@@ -92,6 +92,9 @@ def settled_active_movements(
             pass  # ``source`` is the most caught-up client, holding no standby of the task
         elif len(candidates) == 1:
             source = candidates[0]
+        elif len(candidates) == 2:
+            first, second = candidates
+            source = first if keys[first] < keys[second] else second
         else:
             source = min(candidates, key=keys.__getitem__)
         active[source].add(task)
@@ -99,10 +102,11 @@ def settled_active_movements(
         count[source] = n
         keys[source] = (n / capacity[source], source)
         active[destination].remove(task)
-        warm = warmups.setdefault(destination, set())
+        if destination not in warmups:  # (``setdefault`` would build a set per move)
+            warmups[destination] = set()
         if left > 0:  # ``budget.take()``: the destination keeps a warm-up standby
             standby[destination].add(task)
-            warm.add(task)
+            warmups[destination].add(task)
         else:
             n = count[destination] - 1
             count[destination] = n

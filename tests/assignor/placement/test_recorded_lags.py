@@ -21,6 +21,7 @@ import pytest
 
 import assignor.placement.workspace as workspace
 from assignor.config import AssignorConfig
+from assignor.placement.caught_up import CaughtUp
 from assignor.placement.client_state import ClientState, ConsumerReport, build_client_state
 from assignor.placement.high_availability import (
     HighAvailabilityTaskAssignor,
@@ -126,3 +127,35 @@ def test_recorded_lags_and_ranks_place_as_the_per_task_path(
         moved += ours["probing"]
     # the comparison means something only if many placements scheduled movements
     assert moved > SEEDS // 4, moved
+
+
+def test_most_caught_up_equals_the_walk_in_lag_order() -> None:
+    """``CaughtUp.most_caught_up`` walks the reported lags below the default, then the
+    clients with the default lag in client order, then the rest, without ``by_lag``'s
+    generator; it must answer as the walk of ``by_lag`` does, for random destinations and
+    random eligible sets."""
+    checked = 0
+    for seed in range(SEEDS):
+        clients, tasks, stateful, config = _inputs(seed, "scenario")
+        ws = Workspace(clients, tasks, stateful, acceptable_lag=config.acceptable_recovery_lag)
+        caught = CaughtUp(ws, config.acceptable_recovery_lag)
+        rng = random.Random(seed)
+        n = len(ws.pids)
+        for task in rng.sample(ws.stateful, min(len(ws.stateful), 10)):
+            destination = rng.randrange(n)
+            allowed = {c for c in range(n) if rng.random() < 0.4}
+
+            def walk(
+                caught: CaughtUp, task: int, destination: int, allowed: set[int]
+            ) -> int | None:
+                for client in caught.by_lag(task):
+                    if client == destination:
+                        return None
+                    if client in allowed:
+                        return client
+                return None
+
+            found = caught.most_caught_up(task, destination, allowed.__contains__)
+            assert found == walk(caught, task, destination, allowed), f"seed {seed} task {task}"
+            checked += found is not None
+    assert checked > SEEDS
