@@ -16,20 +16,21 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from itertools import repeat
-from operator import attrgetter, sub
+from itertools import compress, repeat
+from operator import attrgetter, itemgetter, sub
 from types import MappingProxyType
 from typing import Final
 
-from assignor.placement.lags import TaskLags, task_lag
+from assignor.placement.lags import TaskLags
 from protocol.ids import HostInfo, ProcessId, TaskId, TopicPartition
-from protocol.messages import LATEST_OFFSET, SubscriptionInfo
+from protocol.messages import LATEST_OFFSET, UNKNOWN_OFFSET_SUM, SubscriptionInfo
 
 log = logging.getLogger(__name__)
 
 _EMPTY: Final[Mapping[str, str]] = MappingProxyType({})
 _NO_TASKS: frozenset[TaskId] = frozenset()
 _RANK = attrgetter("_rank")  # Kafka's task order as one int, kept by unnamed tasks
+_THIRD = itemgetter(2)
 
 
 def prev_tasks_by_lag(previous: Iterable[TaskId], lags: Mapping[TaskId, int]) -> tuple[TaskId, ...]:
@@ -51,8 +52,14 @@ def _by_lag_and_rank(previous: Iterable[TaskId], lags: TaskLags) -> tuple[TaskId
     ``None`` when a task is named (it has no ``_rank``: the general path orders it). The tasks
     sort as (lag, ``_rank``) pairs, the rank being Kafka's task order as one distinct int, so
     two pairs never tie and the tasks themselves are never compared."""
-    ends = lags.end_sums
-    known = [t for t in previous if t in ends]
+    given = previous if isinstance(previous, (list, tuple)) else list(previous)
+    all_ends = list(map(lags.end_sums.get, given))  # None: not stateful now
+    end_sums = [e for e in all_ends if e is not None]
+    known = (
+        list(given)
+        if len(end_sums) == len(given)
+        else list(compress(given, [e is not None for e in all_ends]))
+    )
     if len(known) <= 1:
         return tuple(known)
     try:
@@ -60,11 +67,13 @@ def _by_lag_and_rank(previous: Iterable[TaskId], lags: TaskLags) -> tuple[TaskId
     except AttributeError:
         return None
     sums = list(map(lags.offset_sums.get, known, repeat(0)))
-    end_sums = list(map(ends.__getitem__, known))
     found = list(map(sub, end_sums, sums))  # ``task_lag`` where the sum is within the end
-    if min(sums) < 0 or max(map(sub, sums, end_sums)) > 0:  # sentinels, corrupt sums: fix up
-        found = list(map(task_lag, sums, end_sums))
-    return tuple(t for _, _, t in sorted(zip(found, ranks, known, strict=True)))
+    if min(sums) < 0 or max(map(sub, sums, end_sums)) > 0:  # sentinels, corrupt sums:
+        found = [  # ``task_lag`` inlined
+            s if s in (LATEST_OFFSET, UNKNOWN_OFFSET_SUM) else (e if e < s else e - s)
+            for s, e in zip(sums, end_sums, strict=True)
+        ]
+    return tuple(map(_THIRD, sorted(zip(found, ranks, known, strict=True))))
 
 
 @dataclass(frozen=True, slots=True)

@@ -94,6 +94,16 @@ class _LazyQueue:
     def __contains__(self, item: int) -> bool:
         return item in self._present
 
+    @property
+    def present(self) -> set[int]:
+        """The tasks still queued; a caller may discard one if it logs the removal."""
+        return self._present
+
+    @property
+    def log(self) -> list[tuple[bool, int]]:
+        """Every poll and removal so far, (polled, task), for the replay."""
+        return self._log
+
     def remove(self, item: int) -> None:
         self._present.discard(item)
         self._log.append((False, item))
@@ -201,15 +211,18 @@ def _assign_pass(
     skipped: dict[int, int] = {}
     if is_stateful and prev:
         numbers = _TaskNumbers(ordered)
+        queued = queue.present  # ``r in queue`` and ``queue.remove(r)`` inlined: one each per
+        log = queue.log  # previous task of every consumer
         for consumer, tasks in prev:
             room = floor - load[consumer]
             mine: list[int] = []
             for r in numbers.of(tasks):  # -1: not a task of this pass
-                if r < 0 or r not in queue:
+                if r < 0 or r not in queued:
                     continue
                 if len(mine) < room:
                     mine.append(r)
-                    queue.remove(r)
+                    queued.discard(r)
+                    log.append((False, r))
                 else:
                     skipped[r] = consumer
             if mine:
