@@ -184,18 +184,24 @@ class Workspace:
             caught: dict[int, list[int]] = {}
             # ``lags.is_caught_up`` is ``lag == LATEST_OFFSET or low <= lag <= high``
             low, high = (0, acceptable) if acceptable is not None else (1, 0)
+            # the sentinels as locals: a global look-up per report is a measurable share here
+            latest = LATEST_OFFSET
+            sentinels = (LATEST_OFFSET, UNKNOWN_OFFSET_SUM)
+            ends_of = defaults.get
             for c, view in enumerate(views):
                 assert isinstance(view, TaskLags)
                 sums = view.offset_sums
                 # the look-ups in C (``map``), the rest of the loop with no call per report
                 found_all = numbers(sums)
                 reported_by.append(set(found_all))
-                for found, offset_sum in zip(found_all, sums.values(), strict=True):
-                    end = defaults.get(found)  # None: no longer in the topology, or stateless
+                # each report's end sum; None: no longer in the topology, or stateless
+                report_ends = map(ends_of, found_all)
+                reports = zip(found_all, sums.values(), report_ends, strict=True)
+                for found, offset_sum, end in reports:
                     if end is None:
                         continue
                     # ``task_lag`` inlined (a call per report is most of this loop's cost)
-                    if offset_sum in (LATEST_OFFSET, UNKNOWN_OFFSET_SUM):
+                    if offset_sum in sentinels:
                         lag = offset_sum
                     elif end < offset_sum:
                         continue  # lag == end: corrupt state is charged the whole end sum
@@ -208,7 +214,7 @@ class Workspace:
                         lags_of[c] = lag
                         if lag < end:
                             add_below(found)
-                        if lag == LATEST_OFFSET or low <= lag <= high:
+                        if lag == latest or low <= lag <= high:
                             on = caught.get(found)
                             if on is None:
                                 caught[found] = [c]
