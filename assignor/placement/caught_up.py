@@ -9,24 +9,58 @@ them.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from itertools import repeat
 
 from assignor.placement.lags import LONG_MAX, is_caught_up
 from assignor.placement.workspace import Workspace
 from protocol.messages import LATEST_OFFSET
 
+_NONE_CAUGHT_UP: list[int] = []  # shared by every task nobody is caught up on: never mutated
+_UNKNOWN: list[int] = []  # a look-up's "not answered yet"
+
 
 class CaughtUp:
     """Which clients are caught up on which stateful task, and the clients in lag order."""
 
-    __slots__ = ("_acceptable", "_candidate_sets", "_candidates", "_count", "_order", "ws")
+    __slots__ = (
+        "_acceptable",
+        "_candidate_sets",
+        "_candidates",
+        "_count",
+        "_movable",
+        "_order",
+        "ws",
+    )
 
     def __init__(self, ws: Workspace, acceptable_recovery_lag: int) -> None:
         self.ws = ws
         self._acceptable = acceptable_recovery_lag
         self._count: dict[int, int] = {}
         self._order: dict[int, list[tuple[int, int]]] = {}
-        self._candidates: dict[int, list[int] | None] = {}
+        # ``candidates(t)`` so far; filled at once from the lags' record when it has one
+        self._candidates: dict[int, list[int] | None] = self._recorded_candidates()
         self._candidate_sets: dict[int, frozenset[int]] = {}
+        self._movable: set[int] | None = None
+
+    def _recorded_candidates(self) -> dict[int, list[int] | None]:
+        """``candidates(t)`` of every task whose default lag is not caught up, from the lags'
+        record: ``caught[t]`` (one list per task, as ``candidates`` lists them, or one shared
+        empty list, which nobody mutates); the rest are left to ``candidates``."""
+        lags = self.ws.lags
+        caught = lags.caught
+        if caught is None or lags.default_caught is None or lags.acceptable != self._acceptable:
+            return {}
+        known: dict[int, list[int] | None] = dict.fromkeys(lags.default, _NONE_CAUGHT_UP)
+        known.update(caught)
+        for task in lags.default_caught:
+            del known[task]
+        return known
+
+    @property
+    def known(self) -> dict[int, list[int] | None]:
+        """``candidates(t)`` of the tasks answered so far (read-only: a look-up without a call
+        where a loop asks for every task it moves)."""
+        return self._candidates
 
     def lag(self, client: int, task: int) -> int:
         lags = self.ws.lags
@@ -58,7 +92,9 @@ class CaughtUp:
         acceptable = self._acceptable
         found: list[int] | None = None
         if not is_caught_up(lags.default[task], acceptable) or len(reported) >= len(self.ws.pids):
-            if acceptable == LONG_MAX:
+            if lags.caught is not None and lags.acceptable == acceptable:
+                found = lags.caught.get(task) or []  # the same list, recorded with the lags
+            elif acceptable == LONG_MAX:
                 found = list(reported)
             else:  # ``is_caught_up`` inlined: one test per reporting client
                 latest = LATEST_OFFSET
@@ -80,11 +116,12 @@ class CaughtUp:
         client: int,
         tasks: set[int],
         moves: list[tuple[int, int]],
-        keys: list[tuple[int, int]],
+        keys: list[int],
     ) -> None:
         """Append to ``moves`` (task, client) for each of the client's ``tasks`` it should give
         up, in task order: those it is not caught up on while some client is strictly further
-        ahead; and to ``keys`` each one's (caught-up clients, task), Kafka's movement order.
+        ahead; and to ``keys`` each one's (caught-up clients, task), Kafka's movement order, as
+        one int (:func:`movement_key`).
         One call per client, not per task (the setup of both movements looks at every assigned
         stateful task); the caught-up test is inlined (``lags.is_caught_up``), and the count
         is the candidates' when they are listed (then they are every caught-up client)."""
@@ -95,7 +132,15 @@ class CaughtUp:
         special = lags.special
         default = lags.default
         everyone = len(self.ws.pids)
-        found = []
+        found: list[int] = []
+        movable = self._unreported_movable()
+        if movable is not None:
+            assert lags.reported_by is not None
+            # The tasks the client sent no offset sum for, in C: its lag there is the default,
+            # which is not caught up on any of ``movable`` and is above some client's lag.
+            sent = lags.reported_by[client]
+            found = list(movable.intersection(tasks).difference(sent))
+            tasks = tasks.intersection(sent)  # the rest, one at a time as below
         for task in tasks:
             reported = special[task]
             if not reported:
@@ -109,11 +154,30 @@ class CaughtUp:
             if least < lag:
                 found.append(task)
         found.sort()
-        candidates = self.candidates
+        known = self._candidates
         for task in found:
-            listed = candidates(task)
-            keys.append((len(listed) if listed is not None else self.count(task), task))
-            moves.append((task, client))
+            listed = known.get(task, _UNKNOWN)
+            if listed is _UNKNOWN:
+                listed = self.candidates(task)
+            count = len(listed) if listed is not None else self.count(task)
+            keys.append((count << 32) | task)  # (count, task) as one int: see ``movement_key``
+        moves.extend(zip(found, repeat(client)))
+
+    def _unreported_movable(self) -> set[int] | None:
+        """The tasks a client that reported nothing for must give up (its lag is the default:
+        not caught up, and some client's lag is below it, so strictly further ahead), if the
+        lags recorded what that needs (``None`` otherwise)."""
+        movable = self._movable
+        if movable is None:
+            lags = self.ws.lags
+            if (
+                lags.below is None
+                or lags.default_caught is None
+                or lags.acceptable != self._acceptable
+            ):
+                return None
+            movable = self._movable = lags.below - lags.default_caught
+        return movable
 
     def by_lag(self, task: int) -> Iterator[int]:
         """All clients, least lag first, ties by ``ProcessId`` (Kafka's ``tasksToClientByLag``)."""
@@ -121,7 +185,7 @@ class CaughtUp:
         lags = self.ws.lags
         special = lags.special[task]
         if order is None:
-            order = self._order[task] = sorted((lag, c) for c, lag in special.items())
+            order = self._order[task] = sorted(zip(special.values(), special, strict=True))
         default = lags.default[task]
         i = 0
         while i < len(order) and order[i][0] < default:
@@ -142,7 +206,41 @@ class CaughtUp:
         self, task: int, destination: int, eligible: Callable[[int], bool]
     ) -> int | None:
         """The first eligible client ahead of ``destination`` in lag order, if any."""
-        for client in self.by_lag(task):
+        # The clients whose lag is below the default come first in ``by_lag``, in this
+        # order: most answers are found among them without the generator.
+        order = self._order.get(task)
+        if order is None:
+            special = self.ws.lags.special[task]
+            order = self._order[task] = sorted(zip(special.values(), special, strict=True))
+        special = self.ws.lags.special[task]
+        default = self.ws.lags.default[task]
+        i = 0
+        for lag, client in order:
+            if lag >= default:
+                break
+            if client == destination:
+                return None
+            if eligible(client):
+                return client
+            i += 1
+        if i == len(order) or order[i][0] > default:
+            # No reported lag equals the default (the sparse lags never keep one): next come
+            # the clients with the default lag in client order, then the rest of ``order``.
+            if len(special) < len(self.ws.pids):
+                for client in range(len(self.ws.pids)):
+                    if client in special:
+                        continue
+                    if client == destination:
+                        return None
+                    if eligible(client):
+                        return client
+            for _, client in order[i:]:
+                if client == destination:
+                    return None
+                if eligible(client):
+                    return client
+            return None
+        for client in self.by_lag(task):  # (the ones above again: neither, as just seen)
             if client == destination:
                 return None
             if eligible(client):
@@ -160,6 +258,13 @@ class CaughtUp:
                 f"exist (task {self.ws.tasks[task]})"
             )
         return found
+
+
+def movement_key(caught_up_clients: int, task: int) -> int:
+    """Kafka's movement order (caught-up clients, then task) as one int: both are below
+    2**32 (task numbers and client counts), so ints compare as the pairs do, and equal ints
+    are equal pairs; sorting and hashing ints costs a fraction of tuples'."""
+    return (caught_up_clients << 32) | task
 
 
 class Budget:

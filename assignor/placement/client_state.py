@@ -16,26 +16,64 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import compress, repeat
+from operator import attrgetter, itemgetter, sub
 from types import MappingProxyType
 from typing import Final
 
 from assignor.placement.lags import TaskLags
 from protocol.ids import HostInfo, ProcessId, TaskId, TopicPartition
-from protocol.messages import LATEST_OFFSET, SubscriptionInfo
+from protocol.messages import LATEST_OFFSET, UNKNOWN_OFFSET_SUM, SubscriptionInfo
 
 log = logging.getLogger(__name__)
 
 _EMPTY: Final[Mapping[str, str]] = MappingProxyType({})
 _NO_TASKS: frozenset[TaskId] = frozenset()
+_RANK = attrgetter("_rank")  # Kafka's task order as one int, kept by unnamed tasks
+_THIRD = itemgetter(2)
 
 
 def prev_tasks_by_lag(previous: Iterable[TaskId], lags: Mapping[TaskId, int]) -> tuple[TaskId, ...]:
     """Of ``previous``, the tasks that are stateful now (have a lag), least lag first, then in
     Kafka's task order: the order Kafka's ``ClientState.prevTasksByLag`` gives a thread."""
+    if isinstance(lags, TaskLags):
+        ordered = _by_lag_and_rank(previous, lags)
+        if ordered is not None:
+            return ordered
     known = [t for t in previous if t in lags]
     if len(known) > 1:  # one task (each of 1,000 threads holding one): no lag to look up
         known.sort(key=lambda t: (lags[t], t.sort_key))
     return tuple(known)
+
+
+def _by_lag_and_rank(previous: Iterable[TaskId], lags: TaskLags) -> tuple[TaskId, ...] | None:
+    """:func:`prev_tasks_by_lag` on a :class:`TaskLags` view, with the look-ups and the lag
+    arithmetic in C (``map``) rather than a view call, a lag call and a key call per task;
+    ``None`` when a task is named (it has no ``_rank``: the general path orders it). The tasks
+    sort as (lag, ``_rank``) pairs, the rank being Kafka's task order as one distinct int, so
+    two pairs never tie and the tasks themselves are never compared."""
+    given = previous if isinstance(previous, (list, tuple)) else list(previous)
+    all_ends = list(map(lags.end_sums.get, given))  # None: not stateful now
+    end_sums = [e for e in all_ends if e is not None]
+    known = (
+        list(given)
+        if len(end_sums) == len(given)
+        else list(compress(given, [e is not None for e in all_ends]))
+    )
+    if len(known) <= 1:
+        return tuple(known)
+    try:
+        ranks = list(map(_RANK, known))
+    except AttributeError:
+        return None
+    sums = list(map(lags.offset_sums.get, known, repeat(0)))
+    found = list(map(sub, end_sums, sums))  # ``task_lag`` where the sum is within the end
+    if min(sums) < 0 or max(map(sub, sums, end_sums)) > 0:  # sentinels, corrupt sums:
+        found = [  # ``task_lag`` inlined
+            s if s in (LATEST_OFFSET, UNKNOWN_OFFSET_SUM) else (e if e < s else e - s)
+            for s, e in zip(sums, end_sums, strict=True)
+        ]
+    return tuple(map(_THIRD, sorted(zip(found, ranks, known, strict=True))))
 
 
 @dataclass(frozen=True, slots=True)

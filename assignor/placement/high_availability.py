@@ -55,7 +55,13 @@ class HighAvailabilityTaskAssignor:
         # are half its cost). That also skips the lags' consistency checks, which the
         # pipeline's inputs always pass.
         lone = len(clients) == 1
-        ws = Workspace(clients, all_tasks, stateful_tasks, with_lags=not lone)
+        ws = Workspace(
+            clients,
+            all_tasks,
+            stateful_tasks,
+            with_lags=not lone,
+            acceptable_lag=config.acceptable_recovery_lag,
+        )
         probing, warmups = assign_high_availability(ws, config, movements=not lone)
         result = ws.results()
         probing_text = "" if probing else " no"

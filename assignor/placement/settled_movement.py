@@ -53,9 +53,10 @@ def settled_active_movements(
     poll can depend on its layout; ``False`` (nothing changed) otherwise."""
     standby = ws.standby
     plan: list[tuple[int, int, list[int], int | None]] = []
+    known = caught.known
     for head in order:
         task, destination = moves[head]
-        candidates = caught.candidates(task)
+        candidates = known[task] if task in known else caught.candidates(task)
         if candidates is None:
             return False  # most clients are caught up: the queue's order decides
         holder: int | None = None
@@ -91,6 +92,9 @@ def settled_active_movements(
             pass  # ``source`` is the most caught-up client, holding no standby of the task
         elif len(candidates) == 1:
             source = candidates[0]
+        elif len(candidates) == 2:
+            first, second = candidates
+            source = first if keys[first] < keys[second] else second
         else:
             source = min(candidates, key=keys.__getitem__)
         active[source].add(task)
@@ -98,10 +102,11 @@ def settled_active_movements(
         count[source] = n
         keys[source] = (n / capacity[source], source)
         active[destination].remove(task)
-        warm = warmups.setdefault(destination, set())
+        if destination not in warmups:  # (``setdefault`` would build a set per move)
+            warmups[destination] = set()
         if left > 0:  # ``budget.take()``: the destination keeps a warm-up standby
             standby[destination].add(task)
-            warm.add(task)
+            warmups[destination].add(task)
         else:
             n = count[destination] - 1
             count[destination] = n
@@ -125,15 +130,19 @@ def settled_standby_movements(
     many moved, or ``None`` (nothing changed) if a poll could depend on the queue's layout."""
     active = ws.active
     standby = ws.standby
-    plan: list[tuple[int, int, list[int]]] = []
+    plan: list[tuple[int, int, int | None]] = []
+    known = caught.known
     for head in order:
         task, destination = moves[head]
-        candidates = caught.candidates(task)
+        candidates = known[task] if task in known else caught.candidates(task)
         if candidates is None:
             return None
-        free = [c for c in candidates if task not in active[c] and task not in standby[c]]
-        if len(free) > 1:
-            return None
+        free: int | None = None
+        for c in candidates:
+            if task not in active[c] and task not in standby[c]:
+                if free is not None:
+                    return None  # two clients may qualify: the queue's layout decides
+                free = c
         plan.append((task, destination, free))
 
     # No look at loads in this loop: copies move by plain set operations (each source holds
@@ -143,9 +152,8 @@ def settled_standby_movements(
     changed: set[int] = set()
     for task, destination, free in plan:
         source: int | None = None
-        for c in free:  # at most one; it may have taken a copy of the task by now
-            if task not in standby[c]:
-                source = c
+        if free is not None and task not in standby[free]:  # it may have taken a copy by now
+            source = free
         if source is None:
 
             def eligible(c: int, t: int = task) -> bool:

@@ -54,7 +54,7 @@ def _poll(
     return clients.poll(lambda c: caught.is_caught_up(c, task) and extra(c))
 
 
-def _poll_order(keys: list[tuple[int, int]]) -> list[int]:
+def _poll_order(keys: list[int]) -> list[int]:
     """The order Kafka's movement queue (a ``PriorityQueue`` offered ``keys`` in turn, then only
     polled) answers in: sorted when no two keys tie; on ties the heap's layout decides."""
     if len(set(keys)) == len(keys):
@@ -72,7 +72,7 @@ def assign_active_movements(
     ws: Workspace, caught: CaughtUp, warmups: dict[int, set[int]], budget: Budget
 ) -> int:
     """Move actives to caught-up clients; return how many movements were needed."""
-    keys: list[tuple[int, int]] = []
+    keys: list[int] = []
     moves: list[tuple[int, int]] = []
     for client in range(len(ws.pids)):
         caught.add_moves(client, ws.active[client], moves, keys)
@@ -112,7 +112,7 @@ def assign_standby_movements(
     ws: Workspace, caught: CaughtUp, warmups: dict[int, set[int]], budget: Budget
 ) -> int:
     """Move standbys to caught-up clients; return how many moved."""
-    keys: list[tuple[int, int]] = []
+    keys: list[int] = []
     moves: list[tuple[int, int]] = []
     for destination in range(len(ws.pids)):
         warm = warmups.get(destination)

@@ -92,13 +92,18 @@ class _LazyQueue:
     def __len__(self) -> int:
         return len(self._present)
 
-    @property
-    def present(self) -> set[int]:
-        """The ranks still queued (read only: change them through the queue)."""
-        return self._present
-
     def __contains__(self, item: int) -> bool:
         return item in self._present
+
+    @property
+    def present(self) -> set[int]:
+        """The tasks still queued; a caller may discard one if it logs the removal."""
+        return self._present
+
+    @property
+    def log(self) -> list[tuple[bool, int]]:
+        """Every poll and removal so far, (polled, task), for the replay."""
+        return self._log
 
     def remove(self, item: int) -> None:
         self._present.discard(item)
@@ -133,6 +138,14 @@ class _LazyQueue:
         return taken
 
     def heap_order(self) -> list[int]:
+        if len(self._present) <= 1:
+            # One task left (always so with two threads: at most threads - 1 are left over):
+            # an array of one element is that element, whatever the steps that led to it.
+            return list(self._present)
+        return self.replayed()
+
+    def replayed(self) -> list[int]:
+        """The real heap's array: built from the Java iteration order, the log replayed."""
         order = self._java_order()
         if not self._log and isinstance(order, range):
             return list(order)  # a sorted array is a heap already: nothing to replay
@@ -202,14 +215,14 @@ def _assign_pass(
     # A TreeMap in Java: iterated by task order, a later owner overwrites an earlier one.
     skipped: dict[int, int] = {}
     if is_stateful and prev:
-        rank = dict(zip(ordered, range(n_tasks), strict=True))
+        numbers = _TaskNumbers(ordered)
         present = queue.present
         for consumer, tasks in prev:
             room = max(floor - load[consumer], 0)
             # A thread's previous tasks are distinct, so taking one never changes whether a
             # later one is in the queue: the first ``room`` present take, the rest are
             # skipped (Java's loop, one task at a time, in the same order).
-            found = [r for r in map(rank.get, tasks) if r is not None and r in present]
+            found = [r for r in numbers.of(tasks) if r >= 0 and r in present]
             if len(set(found)) < len(found):  # a repeated task: Java's loop, step by step
                 mine: list[int] = []
                 for r in found:
@@ -281,6 +294,37 @@ def _assign_pass(
             assignment.setdefault(consumer, []).append(r)
             load[consumer] += 1
     return assignment
+
+
+class _TaskNumbers:
+    """Tasks' positions in a pass's sorted tasks. By their int ``_rank`` when every task has
+    one (unnamed tasks: the look-ups hash ints, in C, instead of calling ``TaskId.__hash__``
+    per task), else by value; a task of a list that lacks a rank is looked up by value."""
+
+    __slots__ = ("_by_rank", "_by_value", "_ordered")
+
+    def __init__(self, ordered: list[TaskId]) -> None:
+        self._ordered = ordered
+        self._by_value: dict[TaskId, int] | None = None
+        try:
+            ranks = list(map(_KEPT_RANK, ordered))
+        except AttributeError:
+            self._by_rank: dict[int, int] | None = None
+        else:
+            self._by_rank = dict(zip(ranks, range(len(ranks)), strict=True))
+
+    def of(self, tasks: Iterable[TaskId]) -> list[int]:
+        """Each task's position, -1 for one that is not among the pass's tasks."""
+        if self._by_rank is not None:
+            try:
+                ranks = list(map(_KEPT_RANK, tasks))
+            except AttributeError:
+                pass  # a named task (no rank): an unnamed task's rank says nothing about it
+            else:
+                return list(map(self._by_rank.get, ranks, repeat(-1)))
+        if self._by_value is None:
+            self._by_value = {task: i for i, task in enumerate(self._ordered)}
+        return list(map(self._by_value.get, tasks, repeat(-1)))
 
 
 def _hash_set_ranks(ordered: list[TaskId]) -> list[int]:

@@ -17,11 +17,12 @@ from operator import attrgetter
 from types import MappingProxyType
 
 from assignor.placement.client_state import ClientState
-from assignor.placement.lags import TaskLags
+from assignor.placement.lags import LONG_MAX, TaskLags
 from protocol.ids import ProcessId, TaskId
 from protocol.messages import LATEST_OFFSET, UNKNOWN_OFFSET_SUM
 
 _SORT_KEY = attrgetter("sort_key")  # Kafka's TaskId.compareTo
+_RANK = attrgetter("_rank")  # the same order as one int, kept by unnamed tasks
 _NO_REPORTS: Mapping[int, int] = MappingProxyType({})
 
 
@@ -36,6 +37,20 @@ class Lags:
 
     default: dict[int, int] = field(default_factory=dict)
     special: dict[int, Mapping[int, int]] = field(default_factory=dict)
+    #: What the sparse path learns on its one pass over the reports, so that task movement
+    #: need not look at every (client, task) again (``caught_up.CaughtUp``); ``None`` when
+    #: not built. ``reported_by[c]``: the numbers of the tasks client ``c`` sent an offset sum
+    #: for (any task not among them has the default lag on ``c``; -1 stands for a task that is
+    #: not one of this rebalance's). ``below``: the tasks some client's lag is below the
+    #: default on.
+    reported_by: list[set[int]] | None = None
+    below: set[int] | None = None
+    #: with ``acceptable`` given (and below ``Long.MAX_VALUE``): ``caught[t]``, the clients
+    #: in ``special[t]`` whose lag is caught up, in client order (a task none is caught up on
+    #: has no entry), and ``default_caught``, the tasks whose default lag is caught up
+    acceptable: int | None = None
+    caught: dict[int, list[int]] | None = None
+    default_caught: set[int] | None = None
 
     def lag(self, client: int, task: int) -> int:
         return self.special[task].get(client, self.default[task])
@@ -51,6 +66,8 @@ class Workspace:
     """
 
     __slots__ = (
+        "_rank_index",
+        "_task_index",
         "active",
         "capacity",
         "clients",
@@ -60,7 +77,6 @@ class Workspace:
         "pids",
         "standby",
         "stateful",
-        "task_index",
         "tasks",
         "touched",
     )
@@ -72,37 +88,75 @@ class Workspace:
         stateful_tasks: Collection[TaskId],
         *,
         with_lags: bool = True,
+        acceptable_lag: int | None = None,
     ) -> None:
+        """``acceptable_lag``: ``acceptable.recovery.lag``, if the caller will ask who is caught
+        up (the lags then also record it, on the same pass)."""
         self.pids: list[ProcessId] = sorted(clients, key=lambda p: p.sort_key)
         self.clients: list[ClientState] = [clients[p] for p in self.pids]
         self.capacity: list[int] = [c.capacity for c in self.clients]
-        stateful_set = set(stateful_tasks)
-        all_set = set(all_tasks)
-        unknown = stateful_set.difference(all_set)  # set against set: the stored hashes serve
-        if unknown:
-            raise ValueError(f"stateful tasks {sorted(unknown)} are not among all tasks")
-        # Sorting the caller's sequence when it has no repeats: the leader's is already in task
-        # order, which timsort checks in n comparisons; a set's hash order costs n log n
-        # comparisons of key tuples (2 ms at 6,000 tasks).
-        given = all_tasks if len(all_set) == len(all_tasks) else all_set
-        self.tasks: list[TaskId] = sorted(given, key=_SORT_KEY)
-        self.task_index: dict[TaskId, int] = {t: i for i, t in enumerate(self.tasks)}
-        self.stateful: list[int] = (
-            list(range(len(self.tasks)))  # every task stateful, the usual case: no lookups
-            if len(stateful_set) == len(all_set)
-            else [i for i, t in enumerate(self.tasks) if t in stateful_set]
-        )
+        self._task_index: dict[TaskId, int] | None = None
+        # Unnamed tasks (the usual topology) each keep one int in Kafka's task order
+        # (``TaskId._rank``), read in C; sets, the sort and every look-up below then hash ints
+        # instead of calling ``TaskId.__hash__`` (a Python method) once per task and per report.
+        self._rank_index: dict[int, int] | None = None
+        all_ranks = _ranks(all_tasks)
+        stateful_ranks = _ranks(stateful_tasks) if all_ranks is not None else None
+        if all_ranks is not None and stateful_ranks is not None:
+            rank_set = set(all_ranks)
+            stateful_rank_set = set(stateful_ranks)
+            if len(rank_set) == len(all_ranks) and stateful_rank_set <= rank_set:
+                self.tasks = sorted(all_tasks, key=_RANK)
+                ranks = sorted(all_ranks)
+                self._rank_index = dict(zip(ranks, range(len(ranks)), strict=True))
+                self.stateful = (
+                    list(range(len(ranks)))
+                    if len(stateful_rank_set) == len(rank_set)
+                    else [i for i, r in enumerate(ranks) if r in stateful_rank_set]
+                )
+        if self._rank_index is None:  # named tasks, repeats or a stateful task unknown
+            stateful_set = set(stateful_tasks)
+            all_set = set(all_tasks)
+            unknown = stateful_set.difference(all_set)  # set against set: stored hashes serve
+            if unknown:
+                raise ValueError(f"stateful tasks {sorted(unknown)} are not among all tasks")
+            # Sorting the caller's sequence when it has no repeats: the leader's is already in
+            # task order, which timsort checks in n comparisons; a set's hash order costs
+            # n log n comparisons of key tuples (2 ms at 6,000 tasks).
+            given = all_tasks if len(all_set) == len(all_tasks) else all_set
+            self.tasks = sorted(given, key=_SORT_KEY)
+            self.stateful = (
+                list(range(len(self.tasks)))  # every task stateful, the usual case: no lookups
+                if len(stateful_set) == len(all_set)
+                else [i for i, t in enumerate(self.tasks) if t in stateful_set]
+            )
         n = len(self.clients)
         self.active: list[set[int]] = [set() for _ in range(n)]
         self.standby: list[set[int]] = [set() for _ in range(n)]
         self.count: list[int] = [0] * n
         self.keys: list[tuple[float, int]] = [(0.0, c) for c in range(n)]
         self.touched: list[int] = []
-        self.lags = self._lags() if with_lags else Lags()
+        self.lags = self._lags(acceptable_lag) if with_lags else Lags()
+
+    @property
+    def task_index(self) -> dict[TaskId, int]:
+        """Each task's number, by value (built when first asked)."""
+        if self._task_index is None:
+            self._task_index = {t: i for i, t in enumerate(self.tasks)}
+        return self._task_index
+
+    def numbers(self, tasks: Collection[TaskId]) -> list[int]:
+        """Each of ``tasks``' number, -1 for one that is not a task of this workspace."""
+        rank_index = self._rank_index
+        if rank_index is not None:
+            ranks = _ranks(tasks)
+            if ranks is not None:  # an unnamed task of the same rank is the same task
+                return list(map(rank_index.get, ranks, repeat(-1)))
+        return list(map(self.task_index.get, tasks, repeat(-1)))
 
     # --- lags --------------------------------------------------------------------------------
 
-    def _lags(self) -> Lags:
+    def _lags(self, acceptable: int | None) -> Lags:
         lags = Lags()
         tasks = self.tasks
         stateful = self.stateful
@@ -110,7 +164,7 @@ class Workspace:
         shared_end = _shared_end_sums(views)
         if shared_end is not None:
             # Sparse path: only clients that reported a task can differ from the end sum.
-            ends = list(map(shared_end.get, map(tasks.__getitem__, stateful)))
+            ends = _stateful_ends(shared_end, [tasks[t] for t in stateful], self._rank_index)
             if None in ends:
                 task = tasks[stateful[ends.index(None)]]
                 raise ValueError(f"no changelog end-offset sum for stateful task {task}")
@@ -121,19 +175,33 @@ class Workspace:
             reported: dict[int, dict[int, int]] = {}
             lags.default = defaults
             lags.special = specials
-            number = self.task_index.get
-            missing = repeat(-1)  # ``number(task, -1)``: not a task of this rebalance
+            numbers = self.numbers
+            reported_by: list[set[int]] = []
+            below: set[int] = set()
+            add_below = below.add
+            if acceptable is not None and acceptable >= LONG_MAX:
+                acceptable = None  # every lag is caught up: nothing to record
+            caught: dict[int, list[int]] = {}
+            # ``lags.is_caught_up`` is ``lag == LATEST_OFFSET or low <= lag <= high``
+            low, high = (0, acceptable) if acceptable is not None else (1, 0)
+            # the sentinels as locals: a global look-up per report is a measurable share here
+            latest = LATEST_OFFSET
+            sentinels = (LATEST_OFFSET, UNKNOWN_OFFSET_SUM)
+            ends_of = defaults.get
             for c, view in enumerate(views):
                 assert isinstance(view, TaskLags)
                 sums = view.offset_sums
                 # the look-ups in C (``map``), the rest of the loop with no call per report
-                found_all = map(number, sums, missing)
-                for found, offset_sum in zip(found_all, sums.values(), strict=True):
-                    end = defaults.get(found)  # None: no longer in the topology, or stateless
+                found_all = numbers(sums)
+                reported_by.append(set(found_all))
+                # each report's end sum; None: no longer in the topology, or stateless
+                report_ends = map(ends_of, found_all)
+                reports = zip(found_all, sums.values(), report_ends, strict=True)
+                for found, offset_sum, end in reports:
                     if end is None:
                         continue
                     # ``task_lag`` inlined (a call per report is most of this loop's cost)
-                    if offset_sum in (LATEST_OFFSET, UNKNOWN_OFFSET_SUM):
+                    if offset_sum in sentinels:
                         lag = offset_sum
                     elif end < offset_sum:
                         continue  # lag == end: corrupt state is charged the whole end sum
@@ -144,7 +212,27 @@ class Workspace:
                         if lags_of is None:
                             lags_of = reported[found] = {}
                         lags_of[c] = lag
+                        if lag < end:
+                            add_below(found)
+                        if lag == latest or low <= lag <= high:
+                            on = caught.get(found)
+                            if on is None:
+                                caught[found] = [c]
+                            else:
+                                on.append(c)
             specials.update(reported)
+            lags.reported_by = reported_by
+            lags.below = below
+            if acceptable is not None:
+                lags.acceptable = acceptable
+                lags.caught = caught
+                lags.default_caught = (
+                    set()  # the usual case, checked in C: no end sum is within the lag
+                    if min(defaults.values(), default=acceptable + 1) > acceptable
+                    else {
+                        t for t, e in defaults.items() if e == LATEST_OFFSET or 0 <= e <= acceptable
+                    }
+                )
             return lags
         for t in stateful:
             task = tasks[t]
@@ -254,6 +342,29 @@ class Workspace:
             pid: state.with_assignment(map(task_of, self.active[c]), map(task_of, self.standby[c]))
             for c, (pid, state) in enumerate(zip(self.pids, self.clients, strict=True))
         }
+
+
+def _ranks(tasks: Collection[TaskId]) -> list[int] | None:
+    """Every task's ``_rank``, if each has one (``None`` if any is named or lacks it)."""
+    try:
+        return list(map(_RANK, tasks))
+    except AttributeError:
+        return None
+
+
+def _stateful_ends(
+    end_sums: Mapping[TaskId, int],
+    stateful: list[TaskId],
+    rank_index: dict[int, int] | None,
+) -> list[int | None]:
+    """Each stateful task's end-offset sum (``None`` if missing), by rank when all have one."""
+    if rank_index is not None:
+        end_ranks = _ranks(end_sums)
+        stateful_ranks = _ranks(stateful)
+        if end_ranks is not None and stateful_ranks is not None:
+            by_rank = dict(zip(end_ranks, end_sums.values(), strict=True))
+            return list(map(by_rank.get, stateful_ranks))
+    return list(map(end_sums.get, stateful))
 
 
 def _shared_end_sums(views: list[Mapping[TaskId, int]]) -> Mapping[TaskId, int] | None:

@@ -10,6 +10,7 @@ from assignor.placement.client_state import (
     ClientState,
     ConsumerReport,
     build_client_state,
+    prev_tasks_by_lag,
 )
 from assignor.placement.lags import (
     LONG_MAX,
@@ -161,3 +162,36 @@ def test_report_from_subscription() -> None:
 def test_a_client_needs_a_consumer() -> None:
     with pytest.raises(ValueError, match="no consumers"):
         build_client_state(PID, [], {}, {})
+
+
+# --- a thread's previous tasks by lag ---------------------------------------------------------
+
+_SUMS = st.one_of(
+    st.sampled_from([-3, -2, -1, 0]),  # the sentinels, and a sum no member should send
+    st.integers(min_value=0, max_value=120),  # within, at or beyond the end (corrupt)
+)
+
+
+@given(
+    data=st.data(),
+    named=st.booleans(),
+    tasks=st.sets(st.tuples(st.integers(0, 3), st.integers(0, 40)), max_size=30),
+)
+def test_previous_tasks_by_lag_equals_the_sort_by_lag_and_task(
+    data: st.DataObject, named: bool, tasks: set[tuple[int, int]]
+) -> None:
+    """``prev_tasks_by_lag`` on a ``TaskLags`` view (lags computed in C, sorted by rank) gives
+    the order of the plain sort by (lag, ``TaskId`` order) on the same lags as a dict: with
+    sentinels, corrupt sums, ties of lag, tasks no longer stateful and named tasks (which take
+    the general path). Hypothesis found the sentinel fix-up necessary: without it a -2 sorts
+    as a lag of end + 2."""
+    ids = [TaskId(s, p, topology="t" if named and p % 2 else None) for s, p in sorted(tasks)]
+    if named and {t.topology for t in ids} == {None, "t"}:
+        ids = [t for t in ids if t.topology is None]  # Kafka cannot order a mix: neither do we
+    ends = {t: data.draw(st.integers(0, 100)) for t in ids if data.draw(st.booleans())}
+    sums = {t: data.draw(_SUMS) for t in ids if data.draw(st.booleans())}
+    previous = frozenset(t for t in ids if data.draw(st.booleans()))
+    view = TaskLags(sums, ends)
+    expected = sorted((t for t in previous if t in ends), key=lambda t: (dict(view)[t], t.sort_key))
+    assert prev_tasks_by_lag(previous, view) == tuple(expected)
+    assert prev_tasks_by_lag(previous, dict(view)) == tuple(expected)

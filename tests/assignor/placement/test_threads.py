@@ -5,12 +5,16 @@ Exact equality with Java on random inputs lives in tests/conformance/test_thread
 
 from __future__ import annotations
 
+import random
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from assignor.placement.threads import (
     TaskAssignmentError,
+    _LazyQueue,
+    _TaskNumbers,
     assign_tasks_to_threads,
     distribute_tasks,
     java_hash_set_order,
@@ -305,3 +309,45 @@ def test_a_repeated_previous_task_changes_nothing(
     assert twice == once
     handed = [x for c in consumers for x in twice.active[c]]
     assert sorted(handed) == sorted(set(stateful))
+
+
+def test_one_task_left_is_the_heap_without_a_replay() -> None:
+    """``_LazyQueue.heap_order`` answers a queue of at most one task without building the
+    heap (an array of one element is that element); on random polls and removals from random
+    Java orders it equals the replayed heap."""
+    checked = 0
+    for seed in range(400):
+        rng = random.Random(seed)
+        n = rng.randint(1, 40)
+        order = list(range(n))
+        rng.shuffle(order)
+        queue = _LazyQueue(n, order.copy)
+        while len(queue) > rng.choice([0, 1, 1, 2]):
+            if rng.random() < 0.5:
+                queue.poll()
+            else:
+                queue.remove(rng.choice(sorted(queue._present)))
+        assert queue.heap_order() == queue.replayed(), seed
+        checked += len(queue) == 1
+    assert checked > 100
+
+
+@given(
+    ordered=st.sets(st.tuples(st.integers(0, 3), st.integers(0, 20), st.booleans()), max_size=25),
+    asked=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 20), st.booleans()), max_size=25),
+    named_pass=st.booleans(),
+)
+def test_task_numbers_by_rank_equal_the_look_up_by_value(
+    ordered: set[tuple[int, int, bool]], asked: list[tuple[int, int, bool]], named_pass: bool
+) -> None:
+    """``_TaskNumbers`` finds a task's position by its int rank when it can; a named task
+    (no rank), in the pass or among those asked, goes by value; same answers either way."""
+
+    def task(s: int, p: int, named: bool) -> TaskId:
+        return TaskId(s, p, topology="n" if named else None)
+
+    pass_tasks = [task(s, p, named and named_pass) for s, p, named in sorted(ordered)]
+    pass_tasks = sorted(set(pass_tasks), key=lambda t: (t.topology is not None, t.sort_key))
+    wanted = [task(s, p, named) for s, p, named in asked]
+    by_value = {t: i for i, t in enumerate(pass_tasks)}
+    assert _TaskNumbers(pass_tasks).of(wanted) == [by_value.get(t, -1) for t in wanted]
