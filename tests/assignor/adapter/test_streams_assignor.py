@@ -14,12 +14,12 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from aiokafka.coordinator.protocol import (
     ConsumerProtocolMemberAssignment,
     ConsumerProtocolMemberMetadata,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from assignor import StreamsPartitionAssignor, StreamsProcess, derive_process_id
 from assignor.config import AssignorConfig
