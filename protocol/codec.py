@@ -41,6 +41,7 @@ from typing import Final, Literal, cast
 import msgpack
 
 from protocol import _assignment_format, _subscription_format
+from protocol._assignment_fast import decode_fast as decode_assignment_fast
 from protocol._limits import (
     MAX_ASSIGNMENT_BYTES,
     MAX_HOSTS,
@@ -181,7 +182,15 @@ class Codec:
         return cast(SubscriptionInfo | VersionHeader, self._decode(data, KIND_SUBSCRIPTION)[1])
 
     def decode_assignment(self, data: bytes) -> AssignmentInfo | VersionHeader:
-        """Read an assignment, or only its header when it is newer than this codec."""
+        """Read an assignment, or only its header when it is newer than this codec.
+
+        A member's common small answer is read in one call (``protocol._assignment_fast``),
+        which accepts only what the checked reader accepts and leaves everything else to it.
+        """
+        if type(data) is bytes:
+            fast = decode_assignment_fast(data, self.latest_supported)
+            if fast is not None:
+                return fast
         return cast(AssignmentInfo | VersionHeader, self._decode(data, KIND_ASSIGNMENT)[1])
 
     def decode(self, data: bytes) -> tuple[Kind, Message]:

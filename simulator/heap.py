@@ -18,6 +18,17 @@ collection made here, one full collection runs between replays, amortized, as Py
 for full collections is. The policy
 changes when memory is freed, never what a replay computes. Left alone when the collector is
 off or something else froze the heap (an application's own policy).
+
+During the body the young generation's threshold is also raised, from Python's 700 container
+allocations to :data:`YOUNG_THRESHOLD`: a long replay's own heap is hundreds of thousands of
+live objects (journal, records, futures, per-member state), and with 700 every young
+collection promoted survivors that the middle and full collections then walked again and again.
+A high-availability scale-out of 200 x 2 that probes every minute for an hour (61 rebalances of
+400 members) spent 3.3 s of its 14.9 s CPU in the collector (1,419 young, 128 middle and 12
+full collections, ``gc.callbacks`` with process time); at 100,000 it spends 0.26 s (2 young,
+1 full: the end's). What is garbage is freed all the same, later: at most that many container
+allocations' worth (a few MB) waits for the next collection, and the end's collection frees the
+rest. The caller's thresholds are restored when the body ends.
 """
 
 from __future__ import annotations
@@ -26,6 +37,9 @@ import gc
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+#: Net container allocations between two young collections during a replay (Python's: 700).
+YOUNG_THRESHOLD = 100_000
 
 #: Memory blocks in use after the last full collection this module ran (None: none yet);
 #: ``sys.getallocatedblocks`` is a cheap proxy for the heap's size (``gc.get_freeze_count``
@@ -40,9 +54,12 @@ def older_heap_frozen() -> Iterator[None]:
         yield
         return
     gc.freeze()
+    thresholds = gc.get_threshold()
+    gc.set_threshold(max(thresholds[0], YOUNG_THRESHOLD), *thresholds[1:])
     try:
         yield
     finally:
+        gc.set_threshold(*thresholds)
         gc.collect()  # the replay's own garbage only: the older heap is still frozen
         gc.unfreeze()
         baseline, blocks = _after_collection[0], sys.getallocatedblocks()

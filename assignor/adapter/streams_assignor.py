@@ -42,6 +42,7 @@ from protocol.codec import Codec
 from protocol.errors import AssignorError, ProtocolError
 from protocol.ids import TopicPartition
 from protocol.messages import AssignmentInfo, SubscriptionInfo
+from protocol.shared_ids import shared_topic_partition
 
 if TYPE_CHECKING:
     from assignor.adapter.process import StreamsProcess
@@ -215,8 +216,9 @@ class StreamsPartitionAssignor:
         if self._pending_memory is not None:
             # this consumer led the generation that just completed: it reached the members
             process.leader_memory, self._pending_memory = self._pending_memory, None
+        # the decoder's shared instances: built once per partition, not per member and round
         partitions = [
-            TopicPartition.model_construct(topic=topic, partition=p)
+            shared_topic_partition(topic, p)
             for topic, numbers in assignment.assignment
             for p in numbers
         ]

@@ -90,3 +90,18 @@ def test_the_bodys_own_cycles_are_freed_when_it_ends() -> None:
         del node
         assert dead() is not None  # a cycle: reference counting alone does not free it
     assert dead() is None
+
+
+def test_young_collections_are_rarer_inside_and_the_thresholds_restored_after() -> None:
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 10)
+        with older_heap_frozen():
+            assert gc.get_threshold() == (heap.YOUNG_THRESHOLD, 10, 10)
+        assert gc.get_threshold() == (700, 10, 10)
+        gc.set_threshold(10**6, 5, 5)  # a caller's higher threshold is not lowered
+        with older_heap_frozen():
+            assert gc.get_threshold() == (10**6, 5, 5)
+        assert gc.get_threshold() == (10**6, 5, 5)
+    finally:
+        gc.set_threshold(*before)

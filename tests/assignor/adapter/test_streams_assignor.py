@@ -18,6 +18,8 @@ from aiokafka.coordinator.protocol import (
     ConsumerProtocolMemberAssignment,
     ConsumerProtocolMemberMetadata,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from assignor import StreamsPartitionAssignor, StreamsProcess, derive_process_id
 from assignor.config import AssignorConfig
@@ -371,3 +373,51 @@ def test_the_collector_is_held_off_during_assign_and_restored(
     info = processes[0].codec.decode_assignment(answers["m0-0"].user_data)
     expected = AssignorError.ASSIGNMENT_ERROR if broken else AssignorError.NONE
     assert info.error_code == expected
+
+
+def _offset_sums_by_rule(
+    process: StreamsProcess, index: int, provided: Mapping[TaskId, int]
+) -> dict[TaskId, int]:
+    """The reporting rule spelled out task by task (``task_offset_sums``' specification)."""
+    running, standby = process.running_tasks(), process.standby_tasks()
+    others_active = {t for i, ts in running.items() if i != index for t in ts}
+    others_standby = {t for i, ts in standby.items() if i != index for t in ts}
+    own_active, own_standby = running.get(index, frozenset()), standby.get(index, frozenset())
+    first = min(a.index for a in process._assignors)
+    sums: dict[TaskId, int] = {}
+    for task, offset_sum in provided.items():
+        if task in own_active or task in others_active:
+            continue
+        if task in own_standby or (index == first and task not in others_standby):
+            sums[task] = offset_sum
+    for task in own_active:
+        sums[task] = LATEST_OFFSET
+    return sums
+
+
+_TASK_POOL = [TaskId(s, p) for s in (0, 1) for p in range(5)]
+_TASK_SETS = st.frozensets(st.sampled_from(_TASK_POOL), max_size=6)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    provided=st.dictionaries(st.sampled_from(_TASK_POOL), st.integers(0, 10**6), max_size=10),
+    running=st.lists(_TASK_SETS, min_size=1, max_size=3),
+    standby=st.lists(_TASK_SETS, min_size=1, max_size=3),
+)
+def test_offset_sums_follow_the_rule_whatever_the_consumers_hold(
+    provided: dict[TaskId, int], running: list[frozenset[TaskId]],
+    standby: list[frozenset[TaskId]],
+) -> None:
+    """Overlaps included (a task active on one consumer and a standby on another, as between
+    two consumers' assignments of different generations): the same sums, in the same order."""
+    process = _process(1, state=lambda: provided)
+    consumers = max(len(running), len(standby))
+    for _ in range(consumers):
+        process.new_assignor()
+    process._running = dict(enumerate(running))
+    process._standby = dict(enumerate(standby))
+    for index in range(consumers):
+        got = process.task_offset_sums(index)
+        expected = _offset_sums_by_rule(process, index, provided)
+        assert list(got.items()) == list(expected.items())
