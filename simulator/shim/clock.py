@@ -197,7 +197,8 @@ class _ReadyHandle(asyncio.Handle):
     """asyncio's ``Handle`` for the virtual loop's ``call_soon``, built without asyncio's
     debug-mode bookkeeping (a virtual loop runs the shim's own callbacks on one thread; its
     ``call_at`` leaves the same checks out). Every task step and future callback of a replay is
-    one of these: a cold start of 400 members queues 2,840."""
+    one of these: a cold start of 400 members queues 2,041 (2,840 before a
+    member awaited its answer future directly: see docs/shim.md, *Answers*)."""
 
     __slots__ = ()
 

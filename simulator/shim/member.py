@@ -80,6 +80,13 @@ def _partition_count(assignment: ConsumerProtocolMemberAssignment) -> int:
         return len(assignment.partitions())
 
 
+def _expire(pending: asyncio.Future[Any]) -> None:
+    """A request's deadline: its answer future ends in ``RequestTimedOut`` unless the
+    coordinator has answered (at this same instant, before the timer) or a crash cancelled it."""
+    if not pending.done():
+        pending.set_exception(RequestTimedOut())
+
+
 class Assignor(Protocol):
     """aiokafka's assignor interface, duck-typed as aiokafka's coordinator uses it."""
 
@@ -432,26 +439,24 @@ class ShimMember:
             await self._delay()
         pending = send(request)
         if not pending.done():
-            # One waiter woken by the answer or by the timer; the coordinator's future itself is
-            # never cancelled (cheaper than wait_for(shield(...)) on every parked request).
-            waiter: asyncio.Future[None] = self.clock.create_future()
-
-            def wake(_: object) -> None:
-                if not waiter.done():
-                    waiter.set_result(None)
-
-            pending.add_done_callback(wake)
-            timer = self.clock.call_later(self.request_timeout_ms / 1000.0, lambda: wake(None))
+            # The task awaits the coordinator's future itself, so an answer wakes it at the
+            # loop's next step (an extra waiter future woken by the answer's callback cost a
+            # second step and a closure per request). At the deadline the timer completes that
+            # future with RequestTimedOut; the coordinator's later answer then goes nowhere (it
+            # completes only futures not yet done), like a response on a connection aiokafka has
+            # given up on. The rebalance of a crash cancels it, as a dropped connection would.
+            timer = self.clock.call_later(self.request_timeout_ms / 1000.0,
+                                          lambda: _expire(pending))
             try:
-                await waiter
-            finally:
-                timer.cancel()
-                pending.remove_done_callback(wake)
-            if not pending.done():
+                response = await pending
+            except RequestTimedOut:
                 self._log("request-timeout", f"{type(request).__name__} unanswered after "
                                              f"{self.request_timeout_ms} ms; retrying")
-                raise RequestTimedOut()
-        response = pending.result()
+                raise
+            finally:
+                timer.cancel()
+        else:
+            response = pending.result()
         if self.latency_ms[1] > 0:
             await self._delay()
         return response
