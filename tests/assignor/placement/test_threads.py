@@ -11,10 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from assignor.placement.thread_queue import LazyQueue, TaskNumbers
 from assignor.placement.threads import (
     TaskAssignmentError,
-    _LazyQueue,
-    _TaskNumbers,
     assign_tasks_to_threads,
     distribute_tasks,
     java_hash_set_order,
@@ -312,7 +311,7 @@ def test_a_repeated_previous_task_changes_nothing(
 
 
 def test_one_task_left_is_the_heap_without_a_replay() -> None:
-    """``_LazyQueue.heap_order`` answers a queue of at most one task without building the
+    """``LazyQueue.heap_order`` answers a queue of at most one task without building the
     heap (an array of one element is that element); on random polls and removals from random
     Java orders it equals the replayed heap."""
     checked = 0
@@ -321,7 +320,7 @@ def test_one_task_left_is_the_heap_without_a_replay() -> None:
         n = rng.randint(1, 40)
         order = list(range(n))
         rng.shuffle(order)
-        queue = _LazyQueue(n, order.copy)
+        queue = LazyQueue(n, order.copy)
         while len(queue) > rng.choice([0, 1, 1, 2]):
             if rng.random() < 0.5:
                 queue.poll()
@@ -340,7 +339,7 @@ def test_one_task_left_is_the_heap_without_a_replay() -> None:
 def test_task_numbers_by_rank_equal_the_look_up_by_value(
     ordered: set[tuple[int, int, bool]], asked: list[tuple[int, int, bool]], named_pass: bool
 ) -> None:
-    """``_TaskNumbers`` finds a task's position by its int rank when it can; a named task
+    """``TaskNumbers`` finds a task's position by its int rank when it can; a named task
     (no rank), in the pass or among those asked, goes by value; same answers either way."""
 
     def task(s: int, p: int, named: bool) -> TaskId:
@@ -350,4 +349,4 @@ def test_task_numbers_by_rank_equal_the_look_up_by_value(
     pass_tasks = sorted(set(pass_tasks), key=lambda t: (t.topology is not None, t.sort_key))
     wanted = [task(s, p, named) for s, p, named in asked]
     by_value = {t: i for i, t in enumerate(pass_tasks)}
-    assert _TaskNumbers(pass_tasks).of(wanted) == [by_value.get(t, -1) for t in wanted]
+    assert TaskNumbers(pass_tasks).of(wanted) == [by_value.get(t, -1) for t in wanted]
