@@ -21,21 +21,20 @@ from __future__ import annotations
 
 from typing import Final
 
-import msgpack
-
 from protocol._limits import (
     MAX_HOST_MAP_PARTITIONS,
     MAX_HOSTS,
     MAX_MEMBER_TASKS,
     MAX_STANDBY_PARTITIONS,
-    MAX_STRING_BYTES,
     MAX_TOPICS,
 )
 from protocol._read import (
     KIND_ASSIGNMENT,
+    ONE_CALL_MAX_BYTES,
     interned_hosts,
     interned_partitions,
     interned_tasks,
+    read_whole,
     task_id,
     topic_partition,
 )
@@ -44,7 +43,7 @@ from protocol.ids import INT32_MAX, INT64_MAX, HostInfo, TaskId, TopicPartition,
 from protocol.messages import HOST_SCOPE_VERSION, AssignmentInfo
 
 #: Largest payload read in one call: at most this many values, whatever the bytes declare.
-FAST_MAX_BYTES: Final = 16 * 1024
+FAST_MAX_BYTES: Final = ONE_CALL_MAX_BYTES
 #: The one version read here (``_assignment_format.FIELDS``): [4, common, A, error_code, topics,
 #: topologies, active, standby, complete, hosts, standby_hosts, next_rebalance_ms]
 _VERSION: Final = HOST_SCOPE_VERSION
@@ -61,21 +60,9 @@ HostMap = dict[HostInfo, frozenset[TopicPartition]]
 
 def decode_fast(raw: bytes, latest_supported: int) -> AssignmentInfo | None:
     """The assignment in ``raw``, or ``None`` when the streaming reader must decide."""
-    if len(raw) > FAST_MAX_BYTES or latest_supported < _VERSION:
+    if latest_supported < _VERSION:
         return None
-    try:
-        items = msgpack.unpackb(
-            raw,
-            raw=False,
-            strict_map_key=True,
-            max_str_len=MAX_STRING_BYTES,
-            max_bin_len=0,  # no field of an assignment is binary
-            max_array_len=FAST_MAX_BYTES,
-            max_map_len=0,
-            max_ext_len=0,
-        )
-    except Exception:  # truncated, trailing bytes, bad UTF-8, a container over a limit...
-        return None
+    items = read_whole(raw, max_bin_len=0)  # no field of an assignment is binary
     if type(items) is not list or len(items) != _FIELDS:
         return None
     version, common, kind, code, topics, topologies, active, standby = items[:8]

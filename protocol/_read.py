@@ -127,6 +127,35 @@ _OTHER_TYPES: Final = {
 }
 
 
+#: Largest payload the one-call readers (``_subscription_fast``, ``_assignment_fast``) take.
+ONE_CALL_MAX_BYTES: Final = 16 * 1024
+
+
+def read_whole(raw: bytes, max_bin_len: int) -> object | None:
+    """``raw``'s whole tree in one msgpack call, or ``None`` for the streaming reader to judge.
+
+    Why: the fast readers check a common message's shape after reading it, which only pays
+    when the read is one C call; the same limits serve both (no maps, no extension types,
+    strings of at most ``MAX_STRING_BYTES``), so they live here once.
+    """
+    if len(raw) > ONE_CALL_MAX_BYTES:
+        return None
+    try:
+        tree: object = msgpack.unpackb(
+            raw,
+            raw=False,
+            strict_map_key=True,
+            max_str_len=MAX_STRING_BYTES,
+            max_bin_len=max_bin_len,
+            max_array_len=ONE_CALL_MAX_BYTES,
+            max_map_len=0,  # client tags: the streaming reader checks their keys one by one
+            max_ext_len=0,
+        )
+    except Exception:  # truncated, trailing bytes, bad UTF-8, a container over a limit...
+        return None
+    return tree
+
+
 class Reader:
     """One payload, read front to back: containers by their headers, the rest value by value.
 

@@ -20,15 +20,15 @@ from __future__ import annotations
 
 from typing import Final
 
-import msgpack
-
 from protocol._limits import MAX_OFFSET_SUMS, MAX_STRING_BYTES, PROCESS_ID_BYTES
 from protocol._read import (
     KIND_SUBSCRIPTION,
+    ONE_CALL_MAX_BYTES,
     interned_hosts,
     interned_process_ids,
     interned_tasks,
     process_id,
+    read_whole,
 )
 from protocol.errors import AssignorError
 from protocol.ids import INT32_MAX, INT64_MAX, trusted_model
@@ -36,7 +36,7 @@ from protocol.messages import HEADER_ERROR_CODE_VERSION, SubscriptionInfo
 
 #: Largest payload read in one call: at most this many values, whatever the bytes declare.
 #: A subscription of 1,000 offset sums takes about 5,000 bytes.
-FAST_MAX_BYTES: Final = 16 * 1024
+FAST_MAX_BYTES: Final = ONE_CALL_MAX_BYTES
 
 #: Field count per version this reader handles (``_subscription_format.FIELDS``).
 _FIELDS: Final = {3: 11, 4: 11}
@@ -56,21 +56,7 @@ def decode_fast(raw: bytes, latest_supported: int) -> SubscriptionInfo | None:
     distinct subscriptions of one task each, and the calls per field cost more than the
     checks (``tests/protocol/test_subscription_fast.py`` holds it to the streaming reader).
     """
-    if len(raw) > FAST_MAX_BYTES:
-        return None
-    try:
-        items = msgpack.unpackb(
-            raw,
-            raw=False,
-            strict_map_key=True,
-            max_str_len=MAX_STRING_BYTES,
-            max_bin_len=PROCESS_ID_BYTES,
-            max_array_len=FAST_MAX_BYTES,
-            max_map_len=0,  # client tags: the streaming reader checks their keys one by one
-            max_ext_len=0,
-        )
-    except Exception:  # truncated, trailing bytes, bad UTF-8, a container over a limit...
-        return None
+    items = read_whole(raw, max_bin_len=PROCESS_ID_BYTES)
     if type(items) is not list or len(items) < 3:
         return None
     version, latest, kind = items[0], items[1], items[2]
