@@ -4,10 +4,10 @@ Why: every member reads its assignment at every rebalance, and in a group of hun
 members that probes every minute (KIP-441's throttled migrations) the streaming reader
 (``protocol._read.Reader``: a Python call, a ``try`` and a bound check per value, a field name
 built per host entry) cost more per member than the member's whole answer is long (about 65
-bytes when each member carries only its own endpoint's entry). A small payload cannot allocate
-much whatever it declares: at most ``FAST_MAX_BYTES`` bytes hold at most that many values, so
-here msgpack reads the whole tree in one C call and the shape is checked afterwards, as
-``protocol._subscription_fast`` does for subscriptions.
+bytes when each member carries only its own endpoint's entry). Here msgpack reads the whole tree
+of a payload of at most ``FAST_MAX_BYTES`` in one C call, within ``protocol._read.read_whole``'s
+allocation bound, and the shape is checked afterwards, as ``protocol._subscription_fast`` does
+for subscriptions.
 
 This reader accepts only what the streaming reader accepts, and builds the same message: every
 check below is one of ``protocol._assignment_format.decode``'s. Anything else it does not judge:

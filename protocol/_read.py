@@ -129,6 +129,16 @@ _OTHER_TYPES: Final = {
 
 #: Largest payload the one-call readers (``_subscription_fast``, ``_assignment_fast``) take.
 ONE_CALL_MAX_BYTES: Final = 16 * 1024
+#: Most bytes that may be msgpack's array16 / array32 markers in a payload read in one call.
+#: msgpack allocates an array's declared length before it reads an element, so a payload of
+#: nested long-array headers and no elements made it allocate about 80 MB from 16 KB. Only
+#: those two headers declare more than 15 elements; with at most this many of them, each
+#: declaring at most the payload's length, one call allocates at most about 4 MB of lists.
+#: A payload with more such bytes (headers or data that happens to hold them) is left to the
+#: streaming reader, which checks every declared length before allocating.
+ONE_CALL_MAX_LONG_ARRAYS: Final = 32
+_ARRAY16: Final = b"\xdc"
+_ARRAY32: Final = b"\xdd"
 
 
 def read_whole(raw: bytes, max_bin_len: int) -> object | None:
@@ -136,9 +146,13 @@ def read_whole(raw: bytes, max_bin_len: int) -> object | None:
 
     Why: the fast readers check a common message's shape after reading it, which only pays
     when the read is one C call; the same limits serve both (no maps, no extension types,
-    strings of at most ``MAX_STRING_BYTES``), so they live here once.
+    strings of at most ``MAX_STRING_BYTES``, no array longer than the payload, few long
+    arrays: see ``ONE_CALL_MAX_LONG_ARRAYS``), so they live here once.
     """
-    if len(raw) > ONE_CALL_MAX_BYTES:
+    if (
+        len(raw) > ONE_CALL_MAX_BYTES
+        or raw.count(_ARRAY16) + raw.count(_ARRAY32) > ONE_CALL_MAX_LONG_ARRAYS
+    ):
         return None
     try:
         tree: object = msgpack.unpackb(
@@ -147,7 +161,7 @@ def read_whole(raw: bytes, max_bin_len: int) -> object | None:
             strict_map_key=True,
             max_str_len=MAX_STRING_BYTES,
             max_bin_len=max_bin_len,
-            max_array_len=ONE_CALL_MAX_BYTES,
+            max_array_len=len(raw),  # every element takes at least one byte
             max_map_len=0,  # client tags: the streaming reader checks their keys one by one
             max_ext_len=0,
         )

@@ -4,9 +4,10 @@ Why: a leader reads one subscription per member per rebalance, and the streaming
 (``protocol._read.Reader``) pays a Python call, a ``try`` and a bound check per value so that
 a hostile payload is refused before its elements are allocated. At Kafka's ManyThreadsPerClient
 point (10,000 consumers, 2,000 of them reporting a task) that was the leader's largest step
-after the assignment. A small payload cannot allocate much whatever it declares: at most
-``FAST_MAX_BYTES`` bytes hold at most that many values, so here msgpack reads the whole tree in
-one C call and the shape is checked afterwards.
+after the assignment. Here msgpack reads the whole tree of a payload of at most
+``FAST_MAX_BYTES`` in one C call and the shape is checked afterwards; what that one call may
+allocate whatever the bytes declare (about 4 MB at most) is ``protocol._read.read_whole``'s
+bound.
 
 This reader accepts only what the streaming reader accepts, and builds the same message: every
 check below is one of ``protocol._subscription_format.decode``'s. Anything else it does not

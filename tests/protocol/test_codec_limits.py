@@ -9,6 +9,7 @@ what happens to them is checked.
 
 from __future__ import annotations
 
+import tracemalloc
 from typing import Any
 
 import msgpack
@@ -35,6 +36,7 @@ from protocol._limits import (
     MAX_SUBSCRIPTION_BYTES,
     MAX_TOPICS,
 )
+from protocol._read import ONE_CALL_MAX_LONG_ARRAYS, read_whole
 from protocol.codec import (
     decode_assignment,
     decode_subscription,
@@ -277,3 +279,54 @@ def test_a_thousand_levels_of_nesting_are_a_named_protocol_error(case: str) -> N
     error = refused(data, decode_subscription if kind == "subscription" else decode_assignment)
     assert error.field == field
     assert "holds an array" in error.problem
+
+
+# --- what a one-call read may allocate -------------------------------------------------------
+
+#: 16 KiB of nested array16 / array32 headers, each declaring 16,384 elements and none present:
+#: msgpack allocates a declared length before reading an element, so a one-call read of this
+#: took about 80 MB before ``read_whole`` counted the long-array headers.
+LONG_ARRAY_HEADERS = {
+    "array16": b"\xdc\x40\x00" * (16 * 1024 // 3),
+    "array32": b"\xdd\x00\x00\x40\x00" * (16 * 1024 // 5),
+    # a version 3 subscription's header (11 fields: 3, 3, 'S'), then the headers in its fields
+    "after a header": b"\x9b\x03\x03\x53" + b"\xdc\x40\x00" * 5000,
+}
+
+
+@pytest.mark.parametrize("case", sorted(LONG_ARRAY_HEADERS))
+@pytest.mark.parametrize("decode", [decode_subscription, decode_assignment])
+def test_sixteen_kilobytes_of_long_array_headers_allocate_under_a_megabyte(
+    case: str, decode: Any
+) -> None:
+    data = LONG_ARRAY_HEADERS[case]
+    assert len(data) <= 16 * 1024  # small enough for the one-call readers to consider
+    tracemalloc.start()
+    try:
+        with pytest.raises(ProtocolError):
+            decode(data)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 1024 * 1024, f"peak {peak:,} bytes"
+
+
+def test_a_one_call_read_allocates_at_most_a_few_megabytes_whatever_it_declares() -> None:
+    # as many long-array headers as the one-call read allows, then the deepest short ones
+    data = (b"\xdc\x40\x00" * ONE_CALL_MAX_LONG_ARRAYS + b"\x9f" * 16 * 1024)[: 16 * 1024]
+    tracemalloc.start()
+    try:
+        assert read_whole(data, max_bin_len=16) is None  # truncated: msgpack read it and failed
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 5 * 1024 * 1024, f"peak {peak:,} bytes"
+    # one more long-array marker and it is not read in one call at all
+    more = (b"\xdc\x40\x00" * (ONE_CALL_MAX_LONG_ARRAYS + 1) + b"\x9f" * 16 * 1024)[: 16 * 1024]
+    tracemalloc.start()
+    try:
+        assert read_whole(more, max_bin_len=16) is None
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 * 1024, f"peak {peak:,} bytes"
