@@ -134,6 +134,12 @@ def main() -> None:
         msgpack.packb(empties),
         "7.4 s and 1.16 GB before being refused",
     )
+    ok &= hostile(
+        "subscription of 16 KiB of nested array16 headers (each declaring 16,384 elements)",
+        decode_subscription,
+        b"\xdc\x40\x00" * (16 * 1024 // 3),
+        "about 80 MB allocated by the one-call read (measured here before its bound)",
+    )
     print("\nall within target" if ok else "\nSOME FIGURES OVER TARGET")
 
 
