@@ -44,6 +44,7 @@ from simulator.shim.consumer_bytes import (
 )
 from simulator.shim.coordinator import GroupCoordinator
 from simulator.shim.errors import ErrorCode, MemberFailed, RequestTimedOut, error_class
+from simulator.shim.flag import Flag
 from simulator.shim.heartbeat import Heartbeats
 from simulator.shim.requests import (
     NO_GENERATION,
@@ -64,7 +65,6 @@ _FATAL_JOIN = frozenset({
     ErrorCode.INCONSISTENT_GROUP_PROTOCOL, ErrorCode.INVALID_SESSION_TIMEOUT,
     ErrorCode.INVALID_GROUP_ID, ErrorCode.FENCED_INSTANCE_ID, ErrorCode.GROUP_MAX_SIZE_REACHED,
 })
-
 
 # What the leader hands a member whose metadata it cannot read: a valid assignment of nothing, so
 # that member stays in the group harmlessly instead of failing to decode b"".
@@ -164,7 +164,7 @@ class ShimMember:
         self.assign_calls = 0
         self.joins = 0
 
-        self._rejoin: asyncio.Event | None = None
+        self._rejoin: Flag | None = None
         self._task: asyncio.Task[None] | None = None
         self._heartbeats: Heartbeats | None = None
         self._changed: asyncio.Future[None] | None = None
@@ -180,12 +180,12 @@ class ShimMember:
 
     @property
     def rejoin_requested(self) -> bool:
-        return self._rejoin is not None and self._rejoin.is_set()
+        return self._rejoin is not None and self._rejoin.value
 
     @property
     def stable(self) -> bool:
         rejoin = self._rejoin  # rejoin_requested, inline: the settle loop asks every member
-        return self.status == "stable" and not (rejoin is not None and rejoin.is_set())
+        return self.status == "stable" and not (rejoin is not None and rejoin.value)
 
     def partitions(self) -> list[TopicPartition]:
         return self.assignment.partitions() if self.assignment is not None else []
@@ -194,14 +194,15 @@ class ShimMember:
         """Begin joining (call from inside the clock's loop)."""
         if self._task is not None:
             raise RuntimeError(f"member {self.name} was already started")
-        self._rejoin = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        self._rejoin = Flag(loop)
         self._rejoin.set()
-        self._task = asyncio.get_running_loop().create_task(self._run(), name=f"member-{self.name}")
+        self._task = loop.create_task(self._run(), name=f"member-{self.name}")
         return self
 
     def request_rejoin(self) -> None:
         """What aiokafka's ``request_rejoin()`` does: rejoin at the next opportunity."""
-        if self._rejoin is not None and not self._rejoin.is_set():
+        if self._rejoin is not None and not self._rejoin.value:
             self._log("rejoin-requested", "")
             self._rejoin.set()
             self._notify()
@@ -233,7 +234,7 @@ class ShimMember:
         """Stable and idle: its loop waits for a rejoin request (none is pending), its
         heartbeats are at rest (``Heartbeats.at_rest``). Nothing of it is queued on the loop."""
         task, heartbeats, rejoin = self._task, self._heartbeats, self._rejoin
-        return (self.status == "stable" and rejoin is not None and not rejoin.is_set()
+        return (self.status == "stable" and rejoin is not None and not rejoin.value
                 and task is not None and not task.done()
                 and heartbeats is not None and heartbeats.at_rest)
 
@@ -264,7 +265,7 @@ class ShimMember:
         assert rejoin is not None
         try:
             while True:
-                if rejoin.is_set() or self.assignment is None:
+                if rejoin.value or self.assignment is None:
                     if self._heartbeats is not None:  # (a stop of none never suspends)
                         await self._stop_heartbeat()
                     self._set_status("joining", "")
