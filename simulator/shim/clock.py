@@ -26,6 +26,8 @@ import selectors
 from collections.abc import Callable, Coroutine
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
+from simulator.shim.deadline import Deadline
+
 T = TypeVar("T")
 
 # Timers within this distance of "now" fire; it absorbs float rounding when time jumps to a timer.
@@ -210,68 +212,6 @@ class _ReadyHandle(asyncio.Handle):
         self._context = contextvars.copy_context() if context is None else context
 
 
-class Deadline:
-    """A timer of ``VirtualClock.call_later``, kept off asyncio's heap until it is about due.
-
-    The shim's timers are mostly deadlines that never fire: a member's session timer is replaced
-    at every request and beat, a request's timeout is cancelled when the answer comes (a cold start
-    of 400 members set 2,400 of them and fired none). On asyncio's heap each cost a
-    ``TimerHandle`` (three Python constructors), a push and a cancel through the loop. A deadline
-    is a small object on the loop's own heap of ``(due time, number, deadline)`` tuples (compared
-    in C), and cancelling it only marks it. It takes its number when it is scheduled, from the
-    loop's one counter, and becomes a real timer with that number (:meth:`arm`) just before the
-    loop step that could reach its due time (``_VirtualTimeLoop._run_once``): asyncio's heap then
-    holds, at every step, every timer that step can fire, in the same (due time, number) order,
-    so callbacks run exactly as if the deadline had been on asyncio's heap all along."""
-
-    __slots__ = ("_callback", "_cancelled", "_context", "_loop", "_order", "_queued", "_timer",
-                 "_when")
-
-    def __init__(self, when: float, order: int, callback: Callable[[], object],
-                 loop: _VirtualTimeLoop) -> None:
-        self._when = when
-        self._order = order
-        self._queued = order  # the number of its heap entry (``reschedule`` leaves old ones)
-        self._callback: Callable[[], object] | None = callback
-        self._context = contextvars.copy_context()  # as asyncio's handle takes it at scheduling
-        self._loop = loop
-        self._timer: asyncio.TimerHandle | None = None
-        self._cancelled = False
-
-    def when(self) -> float:
-        return self._when
-
-    def cancelled(self) -> bool:
-        return self._cancelled
-
-    def cancel(self) -> None:
-        if self._cancelled:
-            return
-        self._cancelled = True
-        self._callback = None
-        if self._timer is not None:
-            self._timer.cancel()
-        else:
-            self._loop._deadlines_cancelled += 1
-
-    def reschedule(self, delay: float) -> bool:
-        """``cancel()`` then ``call_later(delay, the same callback)`` in place, with a new number
-        and due time as a new deadline would take (the same order), sparing the object and its
-        heap entry: a session timer is replaced at every request and beat. The context stays the
-        first one (the coordinator's callbacks read none). False (no change) once armed or
-        cancelled."""
-        if self._cancelled or self._timer is not None:
-            return False
-        self._loop._reschedule(self, max(delay, 0.0))
-        return True
-
-    def arm(self) -> None:
-        """Put the real timer on asyncio's heap, numbered as when this was scheduled."""
-        assert self._callback is not None
-        self._timer = self._loop._push(self._when, self._order, self._callback, (),
-                                       self._context)
-
-
 class _VirtualTimeLoop(asyncio.SelectorEventLoop):
     """An asyncio loop on virtual time (see the module docstring)."""
 
@@ -328,10 +268,11 @@ class _VirtualTimeLoop(asyncio.SelectorEventLoop):
         moved (``_settle``); an earlier one pushes a new entry, the old one counted as cancelled."""
         when = self._virtual_now + delay
         order = next(self._timer_order)
-        if when < deadline._when:
+        if deadline._queued < 0 or when < deadline._when:  # none in the heap, or it is later
+            if deadline._queued >= 0:
+                self._deadlines_cancelled += 1
             heapq.heappush(self._deadlines, (when, order, deadline))
             deadline._queued = order
-            self._deadlines_cancelled += 1
         deadline._when, deadline._order = when, order
 
     def _settle(self, entry: tuple[float, int, Deadline]) -> bool:
@@ -340,6 +281,8 @@ class _VirtualTimeLoop(asyncio.SelectorEventLoop):
         _, order, deadline = entry
         if order != deadline._queued or deadline._cancelled:
             self._deadlines_cancelled -= 1
+            if order == deadline._queued:
+                deadline._queued = -1  # no entry left: a restart pushes one
             return False
         if order != deadline._order:
             heapq.heappush(self._deadlines, (deadline._when, deadline._order, deadline))
@@ -356,6 +299,8 @@ class _VirtualTimeLoop(asyncio.SelectorEventLoop):
             if order == deadline._queued and not deadline._cancelled:
                 live.append((deadline._when, deadline._order, deadline))
                 deadline._queued = deadline._order
+            elif order == deadline._queued:
+                deadline._queued = -1
         heapq.heapify(live)
         self._deadlines = live
         self._deadlines_cancelled = 0

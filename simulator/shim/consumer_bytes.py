@@ -159,3 +159,12 @@ def decode_assignment(data: bytes) -> ConsumerProtocolMemberAssignment:
         return ConsumerProtocolMemberAssignment(version, topics, buf[at:at + size])
     except (_OffPath, struct.error, UnicodeDecodeError):
         return ConsumerProtocolMemberAssignment.decode(BytesIO(bytes(data)))
+
+
+def partition_count(assignment: ConsumerProtocolMemberAssignment) -> int:
+    """``len(assignment.partitions())`` without building a ``TopicPartition`` per partition;
+    anything that count cannot take goes to ``partitions()``, which answers or raises as before."""
+    try:
+        return sum([len(partitions) for _, partitions in assignment.assignment])
+    except Exception:
+        return len(assignment.partitions())

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
@@ -36,13 +37,16 @@ from aiokafka.cluster import ClusterMetadata
 from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment
 from aiokafka.structs import TopicPartition
 
+from simulator.shim.clock import Timer
 from simulator.shim.consumer_bytes import (
     decode_assignment,
     decode_metadata,
     encode_assignment,
     encode_metadata,
+    partition_count,
 )
 from simulator.shim.coordinator import GroupCoordinator
+from simulator.shim.deadline import Deadline
 from simulator.shim.errors import ErrorCode, MemberFailed, RequestTimedOut, error_class
 from simulator.shim.flag import Flag
 from simulator.shim.heartbeat import Heartbeats
@@ -69,15 +73,6 @@ _FATAL_JOIN = frozenset({
 # What the leader hands a member whose metadata it cannot read: a valid assignment of nothing, so
 # that member stays in the group harmlessly instead of failing to decode b"".
 _EMPTY_ASSIGNMENT = ConsumerProtocolMemberAssignment(0, [], b"").encode()
-
-
-def _partition_count(assignment: ConsumerProtocolMemberAssignment) -> int:
-    """``len(assignment.partitions())`` without building a ``TopicPartition`` per partition;
-    anything that count cannot take goes to ``partitions()``, which answers or raises as before."""
-    try:
-        return sum([len(partitions) for _, partitions in assignment.assignment])
-    except Exception:
-        return len(assignment.partitions())
 
 
 def _expire(pending: asyncio.Future[Any]) -> None:
@@ -168,6 +163,7 @@ class ShimMember:
         self._task: asyncio.Task[None] | None = None
         self._heartbeats: Heartbeats | None = None
         self._changed: asyncio.Future[None] | None = None
+        self._request_timer: Timer | None = None  # restarted at each request (virtual clock)
 
     # -- public controls ------------------------------------------------------------------
     @property
@@ -414,7 +410,7 @@ class ShimMember:
         self.assignment = assignment
         assignor.on_assignment(assignment)
         self._log("assignment", f"generation {self.generation}: "
-                                f"{_partition_count(assignment)} partitions, {len(data)} B")
+                                f"{partition_count(assignment)} partitions, {len(data)} B")
         if self.on_assigned is not None:
             self.on_assigned(self)
 
@@ -446,8 +442,10 @@ class ShimMember:
             # future with RequestTimedOut; the coordinator's later answer then goes nowhere (it
             # completes only futures not yet done), like a response on a connection aiokafka has
             # given up on. The rebalance of a crash cancels it, as a dropped connection would.
-            timer = self.clock.call_later(self.request_timeout_ms / 1000.0,
-                                          lambda: _expire(pending))
+            delay, expire = self.request_timeout_ms / 1000.0, functools.partial(_expire, pending)
+            timer = self._request_timer
+            if type(timer) is not Deadline or not timer.restart(delay, expire):
+                timer = self._request_timer = self.clock.call_later(delay, expire)
             try:
                 response = await pending
             except RequestTimedOut:

@@ -14,7 +14,8 @@ from collections.abc import Callable
 from types import MappingProxyType
 from typing import Any
 
-from simulator.shim.clock import Clock, Deadline
+from simulator.shim.clock import Clock
+from simulator.shim.deadline import Deadline
 from simulator.shim.errors import ErrorCode
 from simulator.shim.group import (
     CAN_PREPARE,
