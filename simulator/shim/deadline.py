@@ -20,7 +20,8 @@ class Deadline:
 
     The shim's timers are mostly deadlines that never fire: a member's session timer is replaced
     at every request and beat, a request's timeout is cancelled when the answer comes (a cold start
-    of 400 members set 2,400 of them and fired none). On asyncio's heap each cost a
+    of 400 members set 2,400 of them and fired none; :meth:`reschedule` and :meth:`restart` now
+    move most of them in place). On asyncio's heap each cost a
     ``TimerHandle`` (three Python constructors), a push and a cancel through the loop. A deadline
     is a small object on the loop's own heap of ``(due time, number, deadline)`` tuples (compared
     in C), and cancelling it only marks it. It takes its number when it is scheduled, from the
