@@ -157,7 +157,9 @@ class Replay:
         return {}
 
     def advance(self) -> None:
-        self.state.advance(self.clock.time())
+        now = self.clock.time()
+        if now > self.state.now:  # (else the state model has nothing to do: a call saved)
+            self.state.advance(now)
 
     def refresh_end_offsets(self, process: StreamsProcess) -> None:
         """The adapter's listener before every join: refresh unless younger than its max age."""

@@ -31,6 +31,7 @@ from simulator.faust_peer import FAUST, faust_assignor, faust_tasks, read_faust_
 from simulator.metrics import held_tasks, tasks_by_partition
 from simulator.scenarios import GroupTimeouts, ProcessSpec, Scenario
 from simulator.shim import GroupCoordinator, LeaveGroupRequest, ShimMember, Timer, VirtualClock
+from simulator.shim.deadline import Deadline
 from simulator.state import StateModel
 
 #: Turns of the event loop (no virtual time passes) given to a member before and while it crashes.
@@ -169,11 +170,11 @@ class HostedAssignor:
         deadline comes from the process's clock (virtual here), so on the virtual clock every
         follow-up would fire at once. Take the deadline, cancel its timer, keep our own.
         """
-        if self._followup is not None:
-            self._followup.cancel()
-            self._followup = None
+        old, self._followup = self._followup, None
         at_ms = inner.followups.scheduled_at_ms
         if at_ms is None:
+            if old is not None:
+                old.cancel()
             return
         inner.followups.cancel()
         clock = self._replay.clock
@@ -186,7 +187,13 @@ class HostedAssignor:
             if member.running:
                 member.request_rejoin()
 
-        self._followup = clock.call_later(delay, fire)
+        # the old timer moved in place (cancel, then a new one: the same order), else a new one
+        if type(old) is Deadline and old.restart(delay, fire):
+            self._followup = old
+        else:
+            if old is not None:
+                old.cancel()
+            self._followup = clock.call_later(delay, fire)
 
     @property
     def followup_pending(self) -> bool:

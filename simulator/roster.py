@@ -34,8 +34,11 @@ class Roster:
         self._version += 1
 
     def member_changed(self, member: ShimMember) -> None:
-        """Every member's ``on_change``: its status or generation changed."""
-        self._version += 1
+        """Every member's ``on_change``: its status or generation changed. The running list
+        is stale only when the member stopped running (left, crashed, failed: statuses it never
+        comes back from; a member starts running, and joins the list, through ``changed``)."""
+        if not member.running:
+            self._version += 1
         self._watch.notify(member)
 
     def live(self) -> list[ShimMember]:

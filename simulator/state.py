@@ -164,8 +164,8 @@ class StateModel:
             self._end.append(float(initial_records) if task in stateful_set else None)
 
     def _indices(self, tasks: Iterable[TaskId]) -> tuple[int, ...]:
-        index = self._index
-        return tuple(sorted(index[t] for t in tasks if t in index))
+        found = map(self._index.get, tasks)  # one hash per task (a Python-level one)
+        return tuple(sorted(i for i in found if i is not None))
 
     def add_process(self, process: str, behind: Mapping[TaskId, float] | None = None, *,
                     at_end: Collection[TaskId] = (), settle_threads: int = 0) -> None:

@@ -26,6 +26,8 @@ import selectors
 from collections.abc import Callable, Coroutine
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
+from simulator.shim.deadline import Deadline
+
 T = TypeVar("T")
 
 # Timers within this distance of "now" fire; it absorbs float rounding when time jumps to a timer.
@@ -39,7 +41,7 @@ DEFAULT_MAX_STEPS_PER_INSTANT = 100_000
 
 class Timer(Protocol):
     """What ``Clock.call_later`` hands back: asyncio's ``TimerHandle`` on the real clock, a
-    deadline kept off asyncio's heap until it is due on the virtual one (:class:`_Deadline`)."""
+    deadline kept off asyncio's heap until it is due on the virtual one (:class:`Deadline`)."""
 
     def cancel(self) -> None: ...
 
@@ -119,9 +121,7 @@ class _JumpingSelector(selectors.BaseSelector):
         self._instant = loop.time()
         self._steps = 0
 
-    def register(
-        self, fileobj: Any, events: int, data: Any = None
-    ) -> selectors.SelectorKey:
+    def register(self, fileobj: Any, events: int, data: Any = None) -> selectors.SelectorKey:
         key = selectors.SelectorKey(fileobj, _fd(fileobj), events, data)
         self._keys[fileobj] = key
         return key
@@ -133,9 +133,7 @@ class _JumpingSelector(selectors.BaseSelector):
         self._keys.pop(fileobj, None)
         return self.register(fileobj, events, data)
 
-    def select(
-        self, timeout: float | None = None
-    ) -> list[tuple[selectors.SelectorKey, int]]:
+    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
         if timeout is None:
             raise VirtualTimeDeadlock(
                 f"at virtual time {self._loop.time():.3f}s every task is waiting and no timer is "
@@ -214,63 +212,14 @@ class _ReadyHandle(asyncio.Handle):
         self._context = contextvars.copy_context() if context is None else context
 
 
-class _Deadline:
-    """A timer of ``VirtualClock.call_later``, kept off asyncio's heap until it is about due.
-
-    The shim's timers are mostly deadlines that never fire: a member's session timer is replaced
-    at every request and beat, a request's timeout is cancelled when the answer comes (a cold start
-    of 400 members set 2,400 of them and fired none). On asyncio's heap each cost a
-    ``TimerHandle`` (three Python constructors), a push and a cancel through the loop. A deadline
-    is a small object on the loop's own heap of ``(due time, number, deadline)`` tuples (compared
-    in C), and cancelling it only marks it. It takes its number when it is scheduled, from the
-    loop's one counter, and becomes a real timer with that number (:meth:`arm`) just before the
-    loop step that could reach its due time (``_VirtualTimeLoop._run_once``): asyncio's heap then
-    holds, at every step, every timer that step can fire, in the same (due time, number) order,
-    so callbacks run exactly as if the deadline had been on asyncio's heap all along."""
-
-    __slots__ = ("_callback", "_cancelled", "_context", "_loop", "_order", "_timer", "_when")
-
-    def __init__(self, when: float, order: int, callback: Callable[[], object],
-                 loop: _VirtualTimeLoop) -> None:
-        self._when = when
-        self._order = order
-        self._callback: Callable[[], object] | None = callback
-        self._context = contextvars.copy_context()  # as asyncio's handle takes it at scheduling
-        self._loop = loop
-        self._timer: asyncio.TimerHandle | None = None
-        self._cancelled = False
-
-    def when(self) -> float:
-        return self._when
-
-    def cancelled(self) -> bool:
-        return self._cancelled
-
-    def cancel(self) -> None:
-        if self._cancelled:
-            return
-        self._cancelled = True
-        self._callback = None
-        if self._timer is not None:
-            self._timer.cancel()
-        else:
-            self._loop._deadlines_cancelled += 1
-
-    def arm(self) -> None:
-        """Put the real timer on asyncio's heap, numbered as when this was scheduled."""
-        assert self._callback is not None
-        self._timer = self._loop._push(self._when, self._order, self._callback, (),
-                                       self._context)
-
-
 class _VirtualTimeLoop(asyncio.SelectorEventLoop):
     """An asyncio loop on virtual time (see the module docstring)."""
 
     def __init__(self, start: float, max_steps_per_instant: int) -> None:
         self._virtual_now = start
         self._timer_order = itertools.count()
-        #: deadlines not yet on asyncio's heap (``_Deadline``), and how many of them are cancelled
-        self._deadlines: list[tuple[float, int, _Deadline]] = []
+        #: deadlines not yet on asyncio's heap (``Deadline``), and how many of them are cancelled
+        self._deadlines: list[tuple[float, int, Deadline]] = []
         self._deadlines_cancelled = 0
         super().__init__(_JumpingSelector(self, max_steps_per_instant))
         self._clock_resolution = _VIRTUAL_RESOLUTION
@@ -302,28 +251,62 @@ class _VirtualTimeLoop(asyncio.SelectorEventLoop):
         timer._scheduled = True  # type: ignore[attr-defined]
         return timer
 
-    def deadline(self, delay: float, callback: Callable[[], object]) -> _Deadline:
-        """``call_later(delay, callback)`` as a :class:`_Deadline`: the same due time and number,
+    def deadline(self, delay: float, callback: Callable[[], object]) -> Deadline:
+        """``call_later(delay, callback)`` as a :class:`Deadline`: the same due time and number,
         off asyncio's heap until about due."""
         self._check_closed()  # type: ignore[attr-defined]
         when = self._virtual_now + delay
-        deadline = _Deadline(when, next(self._timer_order), callback, self)
+        deadline = Deadline(when, next(self._timer_order), callback, self)
         heapq.heappush(self._deadlines, (when, deadline._order, deadline))
         cancelled = self._deadlines_cancelled
         if cancelled > 100 and cancelled * 2 > len(self._deadlines):
             self._drop_cancelled_deadlines()
         return deadline
 
+    def _reschedule(self, deadline: Deadline, delay: float) -> None:
+        """A new due time and number. A later key leaves the heap entry to surface early and be
+        moved (``_settle``); an earlier one pushes a new entry, the old one counted as cancelled."""
+        when = self._virtual_now + delay
+        order = next(self._timer_order)
+        if deadline._queued < 0 or when < deadline._when:  # none in the heap, or it is later
+            if deadline._queued >= 0:
+                self._deadlines_cancelled += 1
+            heapq.heappush(self._deadlines, (when, order, deadline))
+            deadline._queued = order
+        deadline._when, deadline._order = when, order
+
+    def _settle(self, entry: tuple[float, int, Deadline]) -> bool:
+        """Whether a popped heap entry stands for a live deadline at its own key; one rescheduled
+        later is pushed again at its new key, a stale or cancelled one dropped (both False)."""
+        _, order, deadline = entry
+        if order != deadline._queued or deadline._cancelled:
+            self._deadlines_cancelled -= 1
+            if order == deadline._queued:
+                deadline._queued = -1  # no entry left: a restart pushes one
+            return False
+        if order != deadline._order:
+            heapq.heappush(self._deadlines, (deadline._when, deadline._order, deadline))
+            deadline._queued = deadline._order
+            return False
+        return True
+
     def _drop_cancelled_deadlines(self) -> None:
         """Rebuild the heap without the cancelled deadlines (asyncio's rule for its own heap:
-        more than half cancelled), so replacing timers at one instant cannot grow it forever."""
-        live = [entry for entry in self._deadlines if not entry[2]._cancelled]
+        more than half cancelled), so replacing timers at one instant cannot grow it forever;
+        rescheduled ones get their entry at their own key."""
+        live = []
+        for _, order, deadline in self._deadlines:
+            if order == deadline._queued and not deadline._cancelled:
+                live.append((deadline._when, deadline._order, deadline))
+                deadline._queued = deadline._order
+            elif order == deadline._queued:
+                deadline._queued = -1
         heapq.heapify(live)
         self._deadlines = live
         self._deadlines_cancelled = 0
 
     def _run_once(self) -> None:
-        """One asyncio loop step, after arming the deadlines it can reach (``_Deadline``)."""
+        """One asyncio loop step, after arming the deadlines it can reach (``Deadline``)."""
         if self._deadlines:
             self._arm_due_deadlines()
         super()._run_once()  # type: ignore[misc]
@@ -338,9 +321,11 @@ class _VirtualTimeLoop(asyncio.SelectorEventLoop):
         deadline among the timers; a margin of a second resolution absorbs the float rounding of
         the jump, and arming early only costs."""
         deadlines = self._deadlines
-        while deadlines and deadlines[0][2]._cancelled:
-            heapq.heappop(deadlines)
-            self._deadlines_cancelled -= 1
+        while deadlines:
+            _, order, first = deadlines[0]
+            if order == first._order and order == first._queued and not first._cancelled:
+                break
+            self._settle(heapq.heappop(deadlines))
         if not deadlines:
             return
         scheduled = self._scheduled  # type: ignore[attr-defined]
@@ -355,11 +340,9 @@ class _VirtualTimeLoop(asyncio.SelectorEventLoop):
                 earliest = scheduled[0]._when
             limit = max(self._virtual_now, earliest) + 2 * _VIRTUAL_RESOLUTION
         while deadlines and deadlines[0][0] < limit:
-            deadline = heapq.heappop(deadlines)[2]
-            if deadline._cancelled:
-                self._deadlines_cancelled -= 1
-            else:
-                deadline.arm()
+            entry = heapq.heappop(deadlines)
+            if self._settle(entry):
+                entry[2].arm()
 
     def pending_timers(self) -> int:
         """Timers still to fire: asyncio's live ones and the deadlines not yet armed."""
@@ -375,8 +358,8 @@ class _VirtualTimeLoop(asyncio.SelectorEventLoop):
         limit = self._virtual_now + 2 * _VIRTUAL_RESOLUTION
         scheduled = self._scheduled  # type: ignore[attr-defined]
         return (not any(timer._when < limit and not timer._cancelled for timer in scheduled)
-                and not any(when < limit and not deadline._cancelled
-                            for when, _, deadline in self._deadlines))
+                and not any(deadline._when < limit and not deadline._cancelled
+                            for _, _, deadline in self._deadlines))
 
     def close(self) -> None:
         self._deadlines.clear()
@@ -427,7 +410,7 @@ class VirtualClock:
 
     def call_later(self, delay: float, callback: Callable[[], object]) -> Timer:
         """Run ``callback`` after ``delay`` virtual seconds: a deadline off asyncio's heap until
-        about due (``_Deadline``), in the same order as asyncio's timers of this clock."""
+        about due (``Deadline``), in the same order as asyncio's timers of this clock."""
         return self._loop.deadline(max(delay, 0.0), callback)
 
     def pending_timers(self) -> int:

@@ -218,7 +218,9 @@ class Group:
         # first entry's metadata is the one used). Names nobody supports any more are forgotten,
         # so random protocol names cannot grow the table.
         supported = self.supported
-        for name in dict.fromkeys(name for name, _ in protocols):
+        names = ((protocols[0][0],) if len(protocols) == 1  # every member of a replay: one
+                 else dict.fromkeys(name for name, _ in protocols))
+        for name in names:
             count = supported.get(name, 0) + delta
             if count:
                 supported[name] = count
@@ -248,9 +250,11 @@ class Group:
         if self.state is GroupState.EMPTY:
             return bool(protocol_type) and bool(names)
         size = len(self.members)
-        return self.protocol_type == protocol_type and any(
-            self.supported.get(name, 0) == size for name in names
-        )
+        if self.protocol_type != protocol_type:
+            return False
+        if len(names) == 1:  # one protocol, as every member of a replay: no generator
+            return self.supported.get(names[0], 0) == size
+        return any(self.supported.get(name, 0) == size for name in names)
 
     def select_protocol(self) -> str:
         size = len(self.members)

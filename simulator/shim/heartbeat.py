@@ -79,8 +79,10 @@ class Heartbeats:
         stopped = self._stopped = _Stopped(loop=self._loop)
         if self._step is None:  # asleep: the cancelled sleep wakes the task one step later
             self._step = self._loop.call_soon(self._end)
-        with contextlib.suppress(asyncio.CancelledError):
+        try:  # noqa: SIM105  # contextlib.suppress: two Python-level calls per stop, per rebalance
             await stopped
+        except asyncio.CancelledError:
+            pass
 
     @property
     def at_rest(self) -> bool:
@@ -150,7 +152,8 @@ class Heartbeats:
             return
         member = self._member
         try:
-            ok = beat(member)
+            response = member.coordinator.heartbeat(heartbeat_request(member))
+            ok = answer(member, response)
         except MemberFailed as failure:
             self.running = False
             fail(member, failure)
@@ -158,10 +161,12 @@ class Heartbeats:
         if not member.member_id:
             self.running = False
             return
-        if ok:
-            self._stand_or_sleep()
-        else:
+        if not ok:
             self._sleep(member.retry_backoff_ms / 1000.0)
+        elif response.error_code == ErrorCode.NONE:
+            self._stand_or_sleep()
+        else:  # a rebalance: the group is not Stable, so the coordinator would refuse to stand
+            self._sleep(member.heartbeat_interval_ms / 1000.0)
 
     def _end(self) -> None:
         self._step = None

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
@@ -36,14 +37,18 @@ from aiokafka.cluster import ClusterMetadata
 from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment
 from aiokafka.structs import TopicPartition
 
+from simulator.shim.clock import Timer
 from simulator.shim.consumer_bytes import (
     decode_assignment,
     decode_metadata,
     encode_assignment,
     encode_metadata,
+    partition_count,
 )
 from simulator.shim.coordinator import GroupCoordinator
+from simulator.shim.deadline import Deadline
 from simulator.shim.errors import ErrorCode, MemberFailed, RequestTimedOut, error_class
+from simulator.shim.flag import Flag
 from simulator.shim.heartbeat import Heartbeats
 from simulator.shim.requests import (
     NO_GENERATION,
@@ -65,19 +70,9 @@ _FATAL_JOIN = frozenset({
     ErrorCode.INVALID_GROUP_ID, ErrorCode.FENCED_INSTANCE_ID, ErrorCode.GROUP_MAX_SIZE_REACHED,
 })
 
-
 # What the leader hands a member whose metadata it cannot read: a valid assignment of nothing, so
 # that member stays in the group harmlessly instead of failing to decode b"".
 _EMPTY_ASSIGNMENT = ConsumerProtocolMemberAssignment(0, [], b"").encode()
-
-
-def _partition_count(assignment: ConsumerProtocolMemberAssignment) -> int:
-    """``len(assignment.partitions())`` without building a ``TopicPartition`` per partition;
-    anything that count cannot take goes to ``partitions()``, which answers or raises as before."""
-    try:
-        return sum([len(partitions) for _, partitions in assignment.assignment])
-    except Exception:
-        return len(assignment.partitions())
 
 
 def _expire(pending: asyncio.Future[Any]) -> None:
@@ -164,10 +159,11 @@ class ShimMember:
         self.assign_calls = 0
         self.joins = 0
 
-        self._rejoin: asyncio.Event | None = None
+        self._rejoin: Flag | None = None
         self._task: asyncio.Task[None] | None = None
         self._heartbeats: Heartbeats | None = None
         self._changed: asyncio.Future[None] | None = None
+        self._request_timer: Timer | None = None  # restarted at each request (virtual clock)
 
     # -- public controls ------------------------------------------------------------------
     @property
@@ -180,12 +176,12 @@ class ShimMember:
 
     @property
     def rejoin_requested(self) -> bool:
-        return self._rejoin is not None and self._rejoin.is_set()
+        return self._rejoin is not None and self._rejoin.value
 
     @property
     def stable(self) -> bool:
         rejoin = self._rejoin  # rejoin_requested, inline: the settle loop asks every member
-        return self.status == "stable" and not (rejoin is not None and rejoin.is_set())
+        return self.status == "stable" and not (rejoin is not None and rejoin.value)
 
     def partitions(self) -> list[TopicPartition]:
         return self.assignment.partitions() if self.assignment is not None else []
@@ -194,14 +190,15 @@ class ShimMember:
         """Begin joining (call from inside the clock's loop)."""
         if self._task is not None:
             raise RuntimeError(f"member {self.name} was already started")
-        self._rejoin = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        self._rejoin = Flag(loop)
         self._rejoin.set()
-        self._task = asyncio.get_running_loop().create_task(self._run(), name=f"member-{self.name}")
+        self._task = loop.create_task(self._run(), name=f"member-{self.name}")
         return self
 
     def request_rejoin(self) -> None:
         """What aiokafka's ``request_rejoin()`` does: rejoin at the next opportunity."""
-        if self._rejoin is not None and not self._rejoin.is_set():
+        if self._rejoin is not None and not self._rejoin.value:
             self._log("rejoin-requested", "")
             self._rejoin.set()
             self._notify()
@@ -233,7 +230,7 @@ class ShimMember:
         """Stable and idle: its loop waits for a rejoin request (none is pending), its
         heartbeats are at rest (``Heartbeats.at_rest``). Nothing of it is queued on the loop."""
         task, heartbeats, rejoin = self._task, self._heartbeats, self._rejoin
-        return (self.status == "stable" and rejoin is not None and not rejoin.is_set()
+        return (self.status == "stable" and rejoin is not None and not rejoin.value
                 and task is not None and not task.done()
                 and heartbeats is not None and heartbeats.at_rest)
 
@@ -264,7 +261,7 @@ class ShimMember:
         assert rejoin is not None
         try:
             while True:
-                if rejoin.is_set() or self.assignment is None:
+                if rejoin.value or self.assignment is None:
                     if self._heartbeats is not None:  # (a stop of none never suspends)
                         await self._stop_heartbeat()
                     self._set_status("joining", "")
@@ -413,7 +410,7 @@ class ShimMember:
         self.assignment = assignment
         assignor.on_assignment(assignment)
         self._log("assignment", f"generation {self.generation}: "
-                                f"{_partition_count(assignment)} partitions, {len(data)} B")
+                                f"{partition_count(assignment)} partitions, {len(data)} B")
         if self.on_assigned is not None:
             self.on_assigned(self)
 
@@ -445,8 +442,10 @@ class ShimMember:
             # future with RequestTimedOut; the coordinator's later answer then goes nowhere (it
             # completes only futures not yet done), like a response on a connection aiokafka has
             # given up on. The rebalance of a crash cancels it, as a dropped connection would.
-            timer = self.clock.call_later(self.request_timeout_ms / 1000.0,
-                                          lambda: _expire(pending))
+            delay, expire = self.request_timeout_ms / 1000.0, functools.partial(_expire, pending)
+            timer = self._request_timer
+            if type(timer) is not Deadline or not timer.restart(delay, expire):
+                timer = self._request_timer = self.clock.call_later(delay, expire)
             try:
                 response = await pending
             except RequestTimedOut:

@@ -15,6 +15,7 @@ from types import MappingProxyType
 from typing import Any
 
 from simulator.shim.clock import Clock
+from simulator.shim.deadline import Deadline
 from simulator.shim.errors import ErrorCode
 from simulator.shim.group import (
     CAN_PREPARE,
@@ -286,6 +287,9 @@ class RebalancePhases:
         timers = group.heartbeat_timers
         old = timers.get(member_id)
         if old is not None:
+            # the same callback (this group, this member): moved in place on the virtual clock
+            if type(old) is Deadline and old.reschedule(delay_s):
+                return
             old.cancel()
         # one partial per timer rather than two closures: a cold start of 400 members sets
         # 2,000 session timers

@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simulator.shim import VirtualClock
+from simulator.shim.deadline import Deadline
 
 
 def _fire(plan: list[tuple[float, bool]]) -> tuple[list[int], list[int]]:
@@ -140,3 +141,50 @@ def test_cancelled_deadlines_never_reach_asyncios_heap() -> None:
             assert clock.pending_timers() == 0
 
         clock.run(main())
+
+
+def _fire_replaced(plan: list[tuple[float, bool, float | None, bool]], *, moved: bool) -> list[int]:
+    """Timer i at ``plan[i][0]``, cancelled at once if ``plan[i][1]``; half a second later each
+    timer with a new delay is replaced, by one with the same callback or (``plan[i][3]``) a new
+    one: in place (``Deadline.reschedule`` / ``restart``) when ``moved``, else cancelled and
+    scheduled anew. The order they fired in (a new callback fires as ``i + 1000``)."""
+    with VirtualClock(0) as clock:
+        fired: list[int] = []
+
+        async def main() -> None:
+            handles = [clock.call_later(delay, lambda i=i: fired.append(i))
+                       for i, (delay, _, _, _) in enumerate(plan)]
+            for handle, (_, cancel, _, _) in zip(handles, plan, strict=True):
+                if cancel:
+                    handle.cancel()
+            await clock.sleep(0.5)
+            for i, (handle, (_, _, delay, new)) in enumerate(zip(handles, plan, strict=True)):
+                if delay is None:
+                    continue
+                callback = (lambda i=i: fired.append(i + 1000)) if new else (
+                    lambda i=i: fired.append(i))
+                done = False
+                if moved and isinstance(handle, Deadline):
+                    done = handle.restart(delay, callback) if new else handle.reschedule(delay)
+                if not done:
+                    handle.cancel()
+                    clock.call_later(delay, callback)
+            await clock.sleep(10.0)
+            assert clock.pending_timers() == 0
+
+        clock.run(main())
+    return fired
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([0.0, 0.3, 1.0, 2.5, 3.0]), st.booleans(),
+                          st.one_of(st.none(), st.sampled_from([0.0, 0.2, 1.0, 2.0, 2.5, 4.0])),
+                          st.booleans()), max_size=100))
+def test_a_timer_moved_in_place_fires_where_a_new_one_would(
+    plan: list[tuple[float, bool, float | None, bool]],
+) -> None:
+    """Moving a deadline in place (a session timer replaced at every request, a member's request
+    and follow-up timers) takes a new due time and number exactly where cancelling it and
+    scheduling a new one would: later or earlier than before, cancelled or not, its old heap
+    entry already dropped or not, the order of every timer is the same."""
+    assert _fire_replaced(plan, moved=True) == _fire_replaced(plan, moved=False)
