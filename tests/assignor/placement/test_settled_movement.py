@@ -145,9 +145,9 @@ def test_a_lone_client_skips_lags_and_movement_with_the_same_result() -> None:
     assert checked > SEEDS // 4
 
 
-def _differs(monkeypatch: pytest.MonkeyPatch, order_free: Any) -> list[str]:
+def _differs(monkeypatch: pytest.MonkeyPatch, order_free: Any, *, first: bool = False) -> list[str]:
     """Seeds (both placements) where the standby step with ``order_free`` as its condition
-    decides otherwise than the queue's steps."""
+    decides otherwise than the queue's steps (``first``: stop at the first one)."""
     found = []
     for placement in ("assignor", "random"):
         for seed in range(SEEDS):
@@ -160,6 +160,8 @@ def _differs(monkeypatch: pytest.MonkeyPatch, order_free: Any) -> list[str]:
                 kafka = _movements(seed, placement)
             if ours != kafka:
                 found.append(f"{placement} {seed}")
+                if first:
+                    return found
     return found
 
 
@@ -193,4 +195,4 @@ def test_the_order_matters_while_warm_ups_are_left(
     """Both parts of the condition are needed: taking the moves in the order found while the
     budget still grants warm-ups, or while a task moves twice (a copy one move placed is
     seen by the other), keeps other copies than Kafka's order does, on some workspace."""
-    assert _differs(monkeypatch, broken)
+    assert _differs(monkeypatch, broken, first=True)
