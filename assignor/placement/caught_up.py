@@ -116,12 +116,12 @@ class CaughtUp:
         client: int,
         tasks: set[int],
         moves: list[tuple[int, int]],
-        keys: list[int],
+        keys: list[int] | None,
     ) -> None:
         """Append to ``moves`` (task, client) for each of the client's ``tasks`` it should give
         up, in task order: those it is not caught up on while some client is strictly further
-        ahead; and to ``keys`` each one's (caught-up clients, task), Kafka's movement order, as
-        one int (:func:`movement_key`).
+        ahead; and to ``keys`` (unless ``None``: a step whose order cannot matter) each one's
+        (caught-up clients, task), Kafka's movement order, as one int (:func:`movement_key`).
         One call per client, not per task (the setup of both movements looks at every assigned
         stateful task); the caught-up test is inlined (``lags.is_caught_up``), and the count
         is the candidates' when they are listed (then they are every caught-up client)."""
@@ -154,14 +154,20 @@ class CaughtUp:
             if least < lag:
                 found.append(task)
         found.sort()
+        if keys is not None:
+            self.add_keys(found, keys)
+        moves.extend(zip(found, repeat(client)))
+
+    def add_keys(self, tasks: list[int], keys: list[int]) -> None:
+        """Append to ``keys`` each task's (caught-up clients, task), Kafka's movement order,
+        as one int (:func:`movement_key`)."""
         known = self._candidates
-        for task in found:
+        for task in tasks:
             listed = known.get(task, _UNKNOWN)
             if listed is _UNKNOWN:
                 listed = self.candidates(task)
             count = len(listed) if listed is not None else self.count(task)
             keys.append((count << 32) | task)  # (count, task) as one int: see ``movement_key``
-        moves.extend(zip(found, repeat(client)))
 
     def _unreported_movable(self) -> set[int] | None:
         """The tasks a client that reported nothing for must give up (its lag is the default:

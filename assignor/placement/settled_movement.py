@@ -29,6 +29,13 @@ decides the whole step from the workspace alone. Why that is exact:
    caught up), so what a poll may find only shrinks during the step: if it is at most one
    client at the start for every move, every poll answers by 2.
 
+6. **The standby step's order matters only through the budget and repeated tasks.** Its
+   plan looks at each move alone (the step fails, changing nothing, iff some move fails); a
+   move reads and writes only its own task's copies, and ``budget.take()`` fails for every
+   move once the budget is spent. So when no warm-up is left at the start and no task is to
+   move twice (one standby replica), any order gives the same clients, counts and budget,
+   and the caller may skip sorting the moves into Kafka's order.
+
 If a step does not meet its condition, nothing has been changed and the caller runs Kafka's
 steps on the queue. ``tests/assignor/placement/test_settled_movement.py`` runs both on random
 workspaces shaped to meet and to miss the conditions and compares every client's tasks, the
@@ -36,6 +43,8 @@ warm-ups, the budget and the counts.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from assignor.placement.caught_up import Budget, CaughtUp
 from assignor.placement.workspace import Workspace
@@ -123,7 +132,7 @@ def settled_standby_movements(
     ws: Workspace,
     caught: CaughtUp,
     moves: list[tuple[int, int]],
-    order: list[int],
+    order: Sequence[int],
     budget: Budget,
 ) -> int | None:
     """Kafka's standby movements in ``order`` without the queue (the module's point 5): how

@@ -108,20 +108,40 @@ def assign_active_movements(
     return needed
 
 
+def _order_free(budget: Budget, tasks: list[int]) -> bool:
+    """Whether the settled standby step decides the same in any order of its moves
+    (``settled_movement``, point 6): no warm-up is left (as after an active step that used
+    the budget up) and no task is to move twice (one standby replica)."""
+    return budget.left <= 0 and len(set(tasks)) == len(tasks)
+
+
 def assign_standby_movements(
     ws: Workspace, caught: CaughtUp, warmups: dict[int, set[int]], budget: Budget
 ) -> int:
-    """Move standbys to caught-up clients; return how many moved."""
-    keys: list[int] = []
+    """Move standbys to caught-up clients; return how many moved.
+
+    When :func:`_order_free` holds, the settled step is tried on the moves in the order they
+    were found, without Kafka's movement order (its keys and sort); the queue's steps, if
+    needed, still get that order.
+    """
     moves: list[tuple[int, int]] = []
     for destination in range(len(ws.pids)):
         warm = warmups.get(destination)
         held = ws.standby[destination]
-        caught.add_moves(destination, held - warm if warm else held, moves, keys)
+        caught.add_moves(destination, held - warm if warm else held, moves, None)
+    tasks = [task for task, _ in moves]
+    free = _order_free(budget, tasks)
+    if free:
+        settled = settled_standby_movements(ws, caught, moves, range(len(moves)), budget)
+        if settled is not None:
+            return settled
+    keys: list[int] = []
+    caught.add_keys(tasks, keys)
     order = _poll_order(keys)
-    settled = settled_standby_movements(ws, caught, moves, order, budget)
-    if settled is not None:
-        return settled
+    if not free:  # (a settled step that failed changed nothing, and fails in any order)
+        settled = settled_standby_movements(ws, caught, moves, order, budget)
+        if settled is not None:
+            return settled
 
     clients = _client_set(ws)
     for destination in range(len(ws.pids)):

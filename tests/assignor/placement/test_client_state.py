@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import fields, replace
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -21,7 +23,7 @@ from assignor.placement.lags import (
     task_lag,
     unknown_end_offset_sums,
 )
-from protocol.ids import ProcessId, TaskId, TopicPartition
+from protocol.ids import HostInfo, ProcessId, TaskId, TopicPartition
 from protocol.messages import SubscriptionInfo
 
 T00, T01, T02, T10 = TaskId(0, 0), TaskId(0, 1), TaskId(0, 2), TaskId(1, 0)
@@ -195,3 +197,30 @@ def test_previous_tasks_by_lag_equals_the_sort_by_lag_and_task(
     expected = sorted((t for t in previous if t in ends), key=lambda t: (dict(view)[t], t.sort_key))
     assert prev_tasks_by_lag(previous, view) == tuple(expected)
     assert prev_tasks_by_lag(previous, dict(view)) == tuple(expected)
+
+
+def test_with_assignment_equals_dataclasses_replace() -> None:
+    """The constructor call with every field read at once gives ``replace``'s state, field
+    for field (lags, consumers, tags, host, previous tasks kept), and still refuses a task
+    both active and standby."""
+    base = ClientState(
+        PID,
+        capacity=2,
+        consumers=("c1", "c2"),
+        previous_active=frozenset([T00]),
+        previous_standby=frozenset([T01]),
+        task_lags={T00: 0, T01: 5},
+        previous_tasks_by_consumer={"c1": frozenset([T00])},
+        client_tags={"zone": "a"},
+        host_info=HostInfo("h", 1),
+        rack="r1",
+        active=frozenset([T02]),
+    )
+    for active, standby in (([T00, T01], [T02]), ([], []), ([T02], [])):
+        ours = base.with_assignment(active, standby)
+        theirs = replace(base, active=frozenset(active), standby=frozenset(standby))
+        assert ours == theirs
+        kept = [f.name for f in fields(ClientState) if f.name not in ("active", "standby")]
+        assert all(getattr(ours, name) is getattr(base, name) for name in kept)
+    with pytest.raises(ValueError, match="both as active and as standby"):
+        base.with_assignment([T00], [T00])

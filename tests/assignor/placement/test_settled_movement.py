@@ -10,6 +10,8 @@ the budget left and the counts returned must be equal. The workspaces come from 
 conformance scenarios' generator (lags, standbys, warm-up budgets, rack tags) in small groups,
 placed either as the high-availability assignor places them before movement or at random (any
 active owner, up to three standbys anywhere), so both the settled and the fallback path run.
+The standby step tried in the order its moves were found (budget spent, each task once) is
+compared the same way, and the variants that drop either part of that condition must differ.
 A lone client, for which the assignor skips lags and movement altogether, is checked against
 the full path too.
 """
@@ -141,3 +143,56 @@ def test_a_lone_client_skips_lags_and_movement_with_the_same_result() -> None:
         assert not any(warmups.values())
         checked += any(ws.lags.special[t] for t in ws.stateful)  # some client state reported
     assert checked > SEEDS // 4
+
+
+def _differs(monkeypatch: pytest.MonkeyPatch, order_free: Any, *, first: bool = False) -> list[str]:
+    """Seeds (both placements) where the standby step with ``order_free`` as its condition
+    decides otherwise than the queue's steps (``first``: stop at the first one)."""
+    found = []
+    for placement in ("assignor", "random"):
+        for seed in range(SEEDS):
+            with monkeypatch.context() as patched:
+                patched.setattr(task_movement, "_order_free", order_free)
+                ours = _movements(seed, placement)
+            with monkeypatch.context() as patched:
+                patched.setattr(task_movement, "settled_active_movements", lambda *a: False)
+                patched.setattr(task_movement, "settled_standby_movements", lambda *a: None)
+                kafka = _movements(seed, placement)
+            if ours != kafka:
+                found.append(f"{placement} {seed}")
+                if first:
+                    return found
+    return found
+
+
+def test_the_standby_step_in_any_order_equals_the_queue(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Point 6 of ``settled_movement``: with the budget spent and each task moving once, the
+    settled standby step run in the order the moves were found (not Kafka's) decides as the
+    queue does; it must have decided real steps for the comparison to mean something."""
+    decided = []
+    order_free = task_movement._order_free
+
+    def counting(budget: Budget, tasks: list[int]) -> bool:
+        free = order_free(budget, tasks)
+        decided.append(free and bool(tasks))
+        return free
+
+    assert _differs(monkeypatch, counting) == []
+    assert sum(decided) > SEEDS // 10, sum(decided)
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [
+        pytest.param(lambda budget, tasks: True, id="any budget, repeated tasks"),
+        pytest.param(lambda budget, tasks: len(set(tasks)) == len(tasks), id="any budget"),
+        pytest.param(lambda budget, tasks: budget.left <= 0, id="repeated tasks"),
+    ],
+)
+def test_the_order_matters_while_warm_ups_are_left(
+    broken: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both parts of the condition are needed: taking the moves in the order found while the
+    budget still grants warm-ups, or while a task moves twice (a copy one move placed is
+    seen by the other), keeps other copies than Kafka's order does, on some workspace."""
+    assert _differs(monkeypatch, broken, first=True)

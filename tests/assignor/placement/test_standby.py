@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import random
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -166,3 +167,57 @@ def test_default_in_one_pass_equals_task_by_task(
         decided += fits
         assert standby_module._copies_everywhere(ws, replicas) is fits
     assert decided > 50
+
+
+def _random_equal(seed: int, equal: bool) -> tuple[Workspace, int]:
+    """2-12 clients (of one capacity when ``equal``), tasks active on random clients and some
+    standbys already placed, and 1-3 replicas: more clients than the one-pass placement
+    takes, so the task-by-task placement runs."""
+    rng = random.Random(seed)
+    n = rng.randint(2, 12)
+    threads = rng.randint(1, 3)
+    clients = {
+        ProcessId.for_int(i): ClientState(
+            ProcessId.for_int(i), threads if equal else rng.randint(1, 3)
+        )
+        for i in range(1, n + 1)
+    }
+    tasks = [TaskId(s, p) for s in range(rng.randint(1, 3)) for p in range(rng.randint(1, 30))]
+    ws = Workspace(clients, tasks, tasks, with_lags=False)
+    for task in ws.stateful:
+        owner = rng.randrange(n)
+        ws.assign_active(owner, task)
+        if rng.random() < 0.2:
+            ws.assign_standby(rng.choice([c for c in range(n) if c != owner]), task)
+    return ws, rng.randint(1, 3)
+
+
+def _placed(seed: int, equal: bool, fast: bool | None, monkeypatch: pytest.MonkeyPatch,
+            caplog: pytest.LogCaptureFixture) -> tuple[Any, ...]:
+    """The default placement's result; ``fast``: force the equal-capacity path on or off."""
+    ws, replicas = _random_equal(seed, equal)
+    with monkeypatch.context() as patched, caplog.at_level(
+        logging.DEBUG, logger="assignor.placement.standby"
+    ):
+        if fast is not None:
+            patched.setattr(standby_module, "_equal_capacities", lambda ws: fast)
+        caplog.clear()
+        assign_standbys_default(ws, replicas)
+        messages = list(caplog.messages)
+    return ws.standby, ws.count, ws.keys, set(ws.touched), messages
+
+
+def test_equal_capacities_as_int_keys_equal_the_general_placement(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """With one capacity for all, ordering by count as ints gives the general placement's
+    copies, counts, keys, touched clients and shortfall lines; with mixed capacities the same
+    shortcut would not (loads then differ from counts), which is why it checks."""
+    differ = 0
+    for seed in range(300):
+        fast = _placed(seed, True, None, monkeypatch, caplog)
+        general = _placed(seed, True, False, monkeypatch, caplog)
+        assert fast == general, f"seed {seed}"
+        broken = _placed(seed, False, True, monkeypatch, caplog)
+        differ += broken != _placed(seed, False, False, monkeypatch, caplog)
+    assert differ > 10, differ
