@@ -212,10 +212,14 @@ class TemplateReader:
     only reuse what its own bytes repeat.
     """
 
-    __slots__ = ("_latest", "_lengths", "_templates")
+    __slots__ = ("_latest", "_lengths", "_seen", "_templates")
 
     def __init__(self, latest_supported: int) -> None:
         self._latest = latest_supported
+        # the processes read whole once (by the shared instance's id): a payload becomes a
+        # template only when its process sends a second, so a group of one consumer per
+        # process (1,000 processes) pays no template it would never use
+        self._seen: set[int] = set()
         self._lengths: list[int] = []  # distinct prefix lengths, most recent last
         # prefix bytes -> (suffix bytes, the template's fields but the sums)
         self._templates: dict[bytes, tuple[bytes, dict[str, object]]] = {}
@@ -245,7 +249,11 @@ class TemplateReader:
                 return trusted_model(SubscriptionInfo, values)
         info = decode_fast(raw, self._latest)
         if info is not None:
-            self._learn(raw, info)
+            process = id(info.process_id)
+            if process in self._seen:
+                self._learn(raw, info)
+            else:
+                self._seen.add(process)
         return info
 
     def _learn(self, raw: bytes, info: SubscriptionInfo) -> None:
