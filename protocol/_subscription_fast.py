@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from typing import Final
 
+import msgpack
+
 from protocol._limits import MAX_OFFSET_SUMS, MAX_STRING_BYTES, PROCESS_ID_BYTES
 from protocol._read import (
     KIND_SUBSCRIPTION,
@@ -187,4 +189,94 @@ def _offset_sums(groups: list[object]) -> dict[object, int] | None:
     return sums
 
 
-__all__ = ["FAST_MAX_BYTES", "decode_fast"]
+#: Most distinct lengths of the part before the offset sums a reader keeps templates for (the
+#: processes of one group mostly share one: same id size, endpoints of similar names).
+MAX_TEMPLATE_PREFIX_LENGTHS: Final = 8
+#: Fields before the offset sums per version (``_subscription_format``'s field order).
+_BEFORE_SUMS: Final = {3: 5, 4: 6}
+
+
+class TemplateReader:
+    """:func:`decode_fast` for many payloads of one rebalance that differ only in their offset
+    sums: the consumers of one process send the same bytes but for the tasks each reports.
+
+    Why: at Kafka's ManyThreadsPerClient point a leader reads 2,000 distinct subscriptions
+    whose header, process id, endpoint and tail are their process's; checking all of it again
+    per payload was most of the read. Each payload read whole is kept as a template: the
+    exact bytes before its offset sums, and those after them. A later payload that starts and
+    ends with exactly those bytes is that payload with other sums in between. msgpack needs no
+    look-ahead and the bytes before the sums end where a value ends, so the payload parses as
+    the template's fields with the in-between value as its sums, provided that value is one
+    complete msgpack value: it is read with :func:`read_whole`'s limits (no trailing bytes)
+    and checked as :func:`decode_fast` checks sums. Everything but the sums is the
+    template's, checked when it was read. The key is the exact bytes: a member's payload can
+    only reuse what its own bytes repeat.
+    """
+
+    __slots__ = ("_latest", "_lengths", "_seen", "_templates")
+
+    def __init__(self, latest_supported: int) -> None:
+        self._latest = latest_supported
+        # the processes read whole once (by the shared instance's id): a payload becomes a
+        # template only when its process sends a second, so a group of one consumer per
+        # process (1,000 processes) pays no template it would never use
+        self._seen: set[int] = set()
+        self._lengths: list[int] = []  # distinct prefix lengths, most recent last
+        # prefix bytes -> (suffix bytes, the template's fields but the sums)
+        self._templates: dict[bytes, tuple[bytes, dict[str, object]]] = {}
+
+    def read(self, raw: bytes) -> SubscriptionInfo | None:
+        """``decode_fast(raw, latest_supported)``, from a template when one fits."""
+        size = len(raw)
+        if size <= FAST_MAX_BYTES:
+            templates = self._templates
+            for length in self._lengths:
+                known = templates.get(raw[:length])
+                if known is None:
+                    continue
+                suffix, fields = known
+                end = size - len(suffix)
+                if end <= length or not raw.endswith(suffix):
+                    break
+                groups = read_whole(raw[length:end], max_bin_len=PROCESS_ID_BYTES)
+                if type(groups) is not list:
+                    break
+                sums = _offset_sums(groups) if groups else {}
+                if sums is None:
+                    break
+                values = dict(fields)
+                values["task_offset_sums"] = sums
+                values["client_tags"] = {}
+                return trusted_model(SubscriptionInfo, values)
+        info = decode_fast(raw, self._latest)
+        if info is not None:
+            process = id(info.process_id)
+            if process in self._seen:
+                self._learn(raw, info)
+            else:
+                self._seen.add(process)
+        return info
+
+    def _learn(self, raw: bytes, info: SubscriptionInfo) -> None:
+        """Keep ``raw`` (read whole as ``info``) as a template."""
+        if info.client_tags:  # (the fast reader reads none; kept as a fresh dict above)
+            return
+        unpacker = msgpack.Unpacker(max_buffer_size=len(raw))
+        unpacker.feed(raw)
+        unpacker.read_array_header()
+        for _ in range(_BEFORE_SUMS[info.version]):
+            unpacker.skip()
+        start = unpacker.tell()
+        unpacker.skip()
+        end = unpacker.tell()
+        lengths = self._lengths
+        if start not in lengths:
+            if len(lengths) >= MAX_TEMPLATE_PREFIX_LENGTHS:
+                return
+            lengths.append(start)
+        fields = dict(vars(info))
+        del fields["task_offset_sums"], fields["client_tags"]
+        self._templates[raw[:start]] = (raw[end:], fields)
+
+
+__all__ = ["FAST_MAX_BYTES", "MAX_TEMPLATE_PREFIX_LENGTHS", "TemplateReader", "decode_fast"]

@@ -36,6 +36,7 @@ Decoding is bounded (see ``protocol._limits``) and raises only ``ProtocolError``
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Final, Literal, cast
 
 import msgpack
@@ -56,7 +57,7 @@ from protocol._read import (
     fail,
     read_header,
 )
-from protocol._subscription_fast import decode_fast
+from protocol._subscription_fast import TemplateReader, decode_fast
 from protocol.errors import MAX_PROBLEM_CHARS, ProtocolError, shorten
 from protocol.ids import INT32_MAX, HostInfo
 from protocol.messages import (
@@ -180,6 +181,23 @@ class Codec:
             if fast is not None:
                 return fast
         return cast(SubscriptionInfo | VersionHeader, self._decode(data, KIND_SUBSCRIPTION)[1])
+
+    def subscription_reader(self) -> Callable[[bytes], SubscriptionInfo | VersionHeader]:
+        """``decode_subscription`` for one rebalance's many payloads, each read as it would be,
+        those that repeat a payload read before but for its offset sums read from that one's
+        checked fields (``protocol._subscription_fast.TemplateReader``)."""
+        if type(self).decode_subscription is not Codec.decode_subscription:
+            return self.decode_subscription  # a subclass's reading is its own
+        templates = TemplateReader(self.latest_supported)
+
+        def read(data: bytes) -> SubscriptionInfo | VersionHeader:
+            if type(data) is bytes:
+                fast = templates.read(data)
+                if fast is not None:
+                    return fast
+            return cast(SubscriptionInfo | VersionHeader, self._decode(data, KIND_SUBSCRIPTION)[1])
+
+        return read
 
     def decode_assignment(self, data: bytes) -> AssignmentInfo | VersionHeader:
         """Read an assignment, or only its header when it is newer than this codec.

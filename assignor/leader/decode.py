@@ -10,6 +10,8 @@ import logging
 import uuid
 from collections.abc import Mapping
 from dataclasses import replace
+from operator import attrgetter
+from typing import cast
 
 from assignor.leader.guard import Groups, group_members
 from assignor.leader.model import DecodedGroup, MemberSubscription
@@ -23,6 +25,8 @@ log = logging.getLogger("assignor.leader.pipeline")
 
 #: All members on a version newer than ours form one client under this id, as Kafka's FUTURE_ID.
 FUTURE_PROCESS_ID = ProcessId(uuid.UUID("00000000-0000-0000-0000-00000000fffe"))
+_VERSION = attrgetter("version")
+_LATEST_SUPPORTED = attrgetter("latest_supported_version")
 
 
 def decode_group(members: Mapping[str, MemberSubscription], codec: Codec) -> DecodedGroup:
@@ -33,7 +37,11 @@ def decode_group(members: Mapping[str, MemberSubscription], codec: Codec) -> Dec
     ManyThreadsPerClient point (10 processes of 1,000 consumers) most of 10,000 subscriptions
     are repeats. The decoded messages are frozen, so the members share them.
     """
+    ordered = sorted(members)
     read: dict[bytes, SubscriptionInfo | VersionHeader | ProtocolError] = {}
+    plain_group = _plain_group(members, ordered, codec, read)
+    if plain_group is not None:
+        return plain_group
     # the members of each decoded subscription object, by the object's id (kept alive by
     # ``subscriptions``)
     members_of: dict[int, tuple[SubscriptionInfo, list[str]]] = {}
@@ -47,7 +55,7 @@ def decode_group(members: Mapping[str, MemberSubscription], codec: Codec) -> Dec
     # and group, so a repeat costs three stores (8,000 of 10,000 consumers at 1,000 threads
     # per client).
     plain: dict[bytes, tuple[SubscriptionInfo, ProcessId, list[str]]] = {}
-    for member_id in sorted(members):
+    for member_id in ordered:
         data = members[member_id].user_data
         # bytes only: anything else the codec accepts is read, not kept (it may not hash)
         cacheable = type(data) is bytes
@@ -64,9 +72,6 @@ def decode_group(members: Mapping[str, MemberSubscription], codec: Codec) -> Dec
                 decoded = codec.decode_subscription(data)
             except ProtocolError as exc:
                 decoded = exc
-            else:
-                used = min(used, decoded.version)
-                supported = min(supported, decoded.latest_supported_version)
             if cacheable:
                 read[data] = decoded
         if isinstance(decoded, SubscriptionInfo):  # the common case first: a plain member
@@ -103,6 +108,11 @@ def decode_group(members: Mapping[str, MemberSubscription], codec: Codec) -> Dec
             process_of[member_id] = FUTURE_PROCESS_ID
             if decoded.error_code == AssignorError.SHUTDOWN_REQUESTED:
                 shutdown.append(member_id)  # versions from 4 carry the code in the header
+    # Every subscription read lands in ``members_of`` (a future member's stand-in is at the
+    # leader's own versions, which change nothing), so the versions in use are theirs.
+    for info, _ in members_of.values():
+        used = min(used, info.version)
+        supported = min(supported, info.latest_supported_version)
     return DecodedGroup(
         subscriptions=subscriptions,
         rejected=rejected,
@@ -112,6 +122,56 @@ def decode_group(members: Mapping[str, MemberSubscription], codec: Codec) -> Dec
         future_version=future,
         shutdown_requested_by=tuple(shutdown),
         groups=tuple([(info, tuple(ids)) for info, ids in members_of.values()]),
+    )
+
+
+def _plain_group(
+    members: Mapping[str, MemberSubscription],
+    ordered: list[str],
+    codec: Codec,
+    read: dict[bytes, SubscriptionInfo | VersionHeader | ProtocolError],
+) -> DecodedGroup | None:
+    """:func:`decode_group` when every member sent bytes that read as a plain subscription
+    (no error, no shutdown request, no future version): each distinct byte string read once,
+    then every per-member table built in C from the members' bytes, and one short loop to
+    group the members; ``None`` for anything else (what was read stays in ``read``, so the
+    general loop reads nothing twice).
+
+    At Kafka's ManyThreadsPerClient point (10,000 consumers, 2,010 distinct subscriptions in
+    its second rebalance) the general loop's bookkeeping per member cost more than reading
+    the distinct bytes.
+    """
+    datas = [members[member_id].user_data for member_id in ordered]
+    if set(map(type, datas)) != {bytes}:  # anything else is read per member, not shared
+        return None
+    used = supported = codec.latest_supported
+    decode = codec.subscription_reader()
+    process_of_bytes: dict[bytes, ProcessId] = {}
+    grouped: dict[bytes, list[str]] = {}
+    for data in dict.fromkeys(datas):  # distinct, in the order of their first member
+        try:
+            decoded: SubscriptionInfo | VersionHeader | ProtocolError = decode(data)
+        except ProtocolError as exc:
+            decoded = exc
+        read[data] = decoded
+        if type(decoded) is not SubscriptionInfo or decoded.error_code is not AssignorError.NONE:
+            return None
+        process_of_bytes[data] = decoded.process_id
+        grouped[data] = []
+    for member_id, data in zip(ordered, datas, strict=True):
+        grouped[data].append(member_id)
+    infos = cast(dict[bytes, SubscriptionInfo], read)
+    used = min(used, *map(_VERSION, infos.values()))
+    supported = min(supported, *map(_LATEST_SUPPORTED, infos.values()))
+    return DecodedGroup(
+        subscriptions=dict(zip(ordered, map(infos.__getitem__, datas), strict=True)),
+        rejected={},
+        process_of=dict(zip(ordered, map(process_of_bytes.__getitem__, datas), strict=True)),
+        min_used_version=used,
+        min_supported_version=supported,
+        future_version=None,
+        shutdown_requested_by=(),
+        groups=tuple([(infos[data], tuple(ids)) for data, ids in grouped.items()]),
     )
 
 

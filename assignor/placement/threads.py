@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from itertools import repeat
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from typing import Any, Protocol
 
 from assignor._java.hash_codes import spread, task_id_hash
@@ -127,7 +127,22 @@ def _assign_pass(
     queue = LazyQueue(n_tasks, java_order)
     # A TreeMap in Java: iterated by task order, a later owner overwrites an earlier one.
     skipped: dict[int, int] = {}
-    if is_stateful and prev:
+    if is_stateful and prev and set(map(len, map(itemgetter(1), prev))) == {1}:
+        # Every previous owner reported one task (each busy thread at 1,000 threads per
+        # client): the loop below with one look-up of all their positions, and per thread a
+        # take (still room) or a skip, as the loop decides for a list of one.
+        present = queue.present
+        ranks = TaskNumbers(ordered).of([tasks[0] for _, tasks in prev])
+        for (consumer, _), r in zip(prev, ranks, strict=True):
+            if r < 0 or r not in present:
+                continue
+            if load[consumer] < floor:
+                queue.remove(r)
+                assignment[consumer] = [r]
+                load[consumer] += 1
+            else:
+                skipped[r] = consumer
+    elif is_stateful and prev:
         numbers = TaskNumbers(ordered)
         present = queue.present
         for consumer, tasks in prev:

@@ -168,3 +168,49 @@ def test_standby_topics_outside_the_host_maps_and_named_tasks_are_still_written(
         ),
     ):
         assert writer.encode(info) == Codec().encode_assignment(info, version=3)
+
+
+@pytest.mark.parametrize("version", range(1, LATEST_VERSION + 1))
+def test_members_of_one_task_are_written_from_the_kept_frame(
+    version: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Members of one task each (active or standby) among members of other shapes, follow-ups
+    and errors: every answer the codec's bytes, and the one-task answers taken by the frame."""
+    active, standby = _maps()
+    reference = Codec().encode_assignment
+    framed: list[bytes | None] = []
+    original = AnswerWriter._one_task
+
+    def spied(self: AnswerWriter, *args: Any) -> bytes | None:
+        framed.append(original(self, *args))
+        return framed[-1]
+
+    monkeypatch.setattr(AnswerWriter, "_one_task", spied)
+    writer = AnswerWriter(Codec(), version)
+    shapes: list[dict[str, Any]] = [
+        {"active_tasks": (TaskId(0, 1),)},
+        {"standby_tasks": {TaskId(2, 3): (TopicPartition("a", 3),)}},
+        {"active_tasks": (TaskId(0, 2),), "next_rebalance_ms": 7},
+        {"active_tasks": (TaskId(0, 4),), "error_code": AssignorError.ASSIGNMENT_ERROR},
+        {"active_tasks": (TaskId(0, 5), TaskId(1, 5))},
+        {"standby_tasks": {TaskId(2, 6): (TopicPartition("a", 6), TopicPartition("a", 7))}},
+        {"standby_tasks": {TaskId(2, 8): (TopicPartition("zz", 8),)}},  # a topic of no map
+        {"active_tasks": (TaskId(0, 9),), "standby_tasks": {TaskId(2, 9): ()}},
+        {"active_tasks": (TaskId(0, 10),), "commonly_supported_version": version + 1},
+    ]
+    if version >= 3:
+        shapes.append({"active_tasks": (TaskId(0, 11, topology="t"),)})
+    for shape in shapes * 2:
+        info = AssignmentInfo.model_construct(
+            **{
+                "version": version,
+                "commonly_supported_version": version,
+                "partitions_by_host": active,
+                "standby_partitions_by_host": standby,
+                **shape,
+            }
+        )
+        assert _outcome(writer.encode, info) == _outcome(
+            lambda i: reference(i, version=version), info
+        )
+    assert framed.count(None) < len(framed)  # the one-task members took the frame

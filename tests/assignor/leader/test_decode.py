@@ -106,3 +106,49 @@ def test_groups_are_the_members_of_each_subscription_object(
     refused = set(grouped[::2])
     kept = without_refused(decoded, dict.fromkeys(refused, "test"), Codec())
     assert kept.groups == group_members(kept.subscriptions)
+
+
+@settings(deadline=None)
+@given(
+    picks=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 2)), min_size=1, max_size=30),
+    version=st.sampled_from((2, 3, 4)),
+)
+def test_a_plain_group_reads_as_the_general_loop_reads_it(
+    picks: list[tuple[int, int]], version: int
+) -> None:
+    """Members of a few processes, each sending its process's idle bytes or bytes with a task
+    (so some repeat, some are read from a template): the plain path's tables and groups are
+    the general loop's, forced here by taking the plain path away."""
+    import assignor.leader.decode as decode_module
+    from protocol import TaskId
+
+    def payload(process: int, task: int) -> bytes:
+        info = SubscriptionInfo(
+            version=version,
+            latest_supported_version=4,
+            process_id=ProcessId(uuid.UUID(int=process + 1)),
+            user_endpoint=HostInfo(f"host-{process}", 8080),
+            task_offset_sums={TaskId(0, task): -2} if task else {},
+        )
+        return Codec().encode_subscription(info)
+
+    members = {
+        f"m-{i:02d}": MemberSubscription(("t",), payload(process, task))
+        for i, (process, task) in enumerate(picks)
+    }
+    plain = decode_group(members, Codec())
+    original = decode_module._plain_group
+    try:
+        decode_module._plain_group = lambda *args: None  # type: ignore[assignment]
+        general = decode_group(members, Codec())
+    finally:
+        decode_module._plain_group = original
+    assert plain.subscriptions == general.subscriptions
+    assert plain.process_of == general.process_of
+    assert (plain.min_used_version, plain.min_supported_version) == (
+        general.min_used_version,
+        general.min_supported_version,
+    )
+    assert [(info, ids) for info, ids in plain.groups] == list(general.groups)
+    assert all(plain.subscriptions[m] is info for info, ids in plain.groups for m in ids)
+    assert (plain.rejected, plain.future_version, plain.shutdown_requested_by) == ({}, None, ())

@@ -350,3 +350,37 @@ def test_task_numbers_by_rank_equal_the_look_up_by_value(
     wanted = [task(s, p, named) for s, p, named in asked]
     by_value = {t: i for i, t in enumerate(pass_tasks)}
     assert TaskNumbers(pass_tasks).of(wanted) == [by_value.get(t, -1) for t in wanted]
+
+
+@given(
+    n_tasks=st.integers(1, 30),
+    n_consumers=st.integers(1, 12),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_previous_owners_of_one_task_each_take_as_the_general_loop(
+    n_tasks: int, n_consumers: int, seed: int
+) -> None:
+    """The pass's shortcut for previous owners of one task each (the busy threads of a client
+    of 1,000) takes, skips and hands out as the general loop: forced here by adding to each
+    owner's list a task that is not among the pass's, which that loop ignores."""
+    from assignor.placement.threads import _assign_pass
+
+    rng = random.Random(seed)
+    ordered = [TaskId(0, p) for p in range(n_tasks)]
+    foreign = TaskId(9, 0)
+    owners = sorted(rng.sample(range(n_consumers), rng.randint(1, n_consumers)))
+    # owners may repeat a task, or name one that is not among the pass's
+    prev = [(c, [rng.choice([*ordered, foreign])]) for c in owners]
+    loads = [rng.randint(0, 3) for _ in range(n_consumers)]
+    answers = []
+    for entries in (prev, [(c, [*tasks, foreign]) for c, tasks in prev]):
+        load = list(loads)
+        try:
+            assigned = _assign_pass(
+                ordered, lambda: list(range(n_tasks)), True, entries, load
+            )
+        except TaskAssignmentError as error:
+            answers.append(("error", str(error)))
+        else:
+            answers.append((assigned, load))
+    assert answers[0] == answers[1]

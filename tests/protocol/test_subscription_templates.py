@@ -1,0 +1,122 @@
+"""A subscription read from a template reads exactly as it would alone.
+
+``protocol._subscription_fast.TemplateReader`` reads a payload that repeats an earlier one's
+bytes but for its offset sums from that payload's checked fields. Whatever it answers must be
+``decode_fast``'s answer for the same bytes (a message or ``None``), whichever payloads it read
+before: checked with a template in place and the second payload's sums drawn, then its bytes
+mutated anywhere (so a member cannot make its payload read as something it is not), and the
+template path must really be taken for the shape it exists for.
+"""
+
+from __future__ import annotations
+
+import msgpack
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import protocol._subscription_fast as fast_module
+from assignor.testing import subscription_infos
+from protocol import HostInfo, ProcessId, SubscriptionInfo, TaskId
+from protocol._subscription_fast import TemplateReader, decode_fast
+from protocol.codec import LATEST_VERSION, Codec, encode_subscription
+
+MUTATIONS = settings(
+    max_examples=settings.default.max_examples * 2,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+
+def same_as_alone(reader: TemplateReader, payload: bytes) -> SubscriptionInfo | None:
+    """The reader's answer, after checking it against ``decode_fast`` on the same bytes."""
+    read = reader.read(payload)
+    alone = decode_fast(payload, LATEST_VERSION)
+    assert read == alone, payload
+    if read is not None and alone is not None:
+        # field by field, down to the types, and no shared mutable field
+        assert {k: type(v) for k, v in vars(read).items()} == {
+            k: type(v) for k, v in vars(alone).items()
+        }
+        assert read.client_tags is not alone.client_tags
+    return read
+
+
+_SUMS = st.dictionaries(
+    st.builds(TaskId, st.integers(0, 3), st.integers(0, 40)),
+    st.one_of(st.sampled_from([-2, -3, 0]), st.integers(0, 2**63 - 1)),
+    max_size=6,
+)
+
+
+@settings(MUTATIONS)
+@given(data=st.data())
+def test_a_payload_after_a_template_reads_as_alone(data: st.DataObject) -> None:
+    version = data.draw(st.sampled_from((3, 4)))
+    info = data.draw(subscription_infos(st.just(version), named=False))
+    other = info.model_copy(update={"task_offset_sums": data.draw(_SUMS)})
+    first, second = encode_subscription(info), encode_subscription(other)
+    codec = Codec()
+    codec.decode_subscription(first)  # intern what they name, so the fast reader may read them
+    codec.decode_subscription(second)
+    reader = TemplateReader(LATEST_VERSION)
+    same_as_alone(reader, first)
+    same_as_alone(reader, first)  # (a template from the process's second payload)
+    read = same_as_alone(reader, second)
+    if read is not None:
+        assert read == codec.decode_subscription(second)
+    # the second payload's bytes changed anywhere: never read as anything but itself
+    mutated = bytearray(second)
+    for _ in range(data.draw(st.integers(1, 3))):
+        at = data.draw(st.integers(0, len(mutated) - 1))
+        mutated[at] = data.draw(st.integers(0, 255))
+    cut = data.draw(st.integers(0, len(mutated)))
+    same_as_alone(reader, bytes(mutated[:cut]) + data.draw(st.binary(max_size=3)))
+    same_as_alone(reader, bytes(mutated))
+
+
+@settings(MUTATIONS)
+@given(data=st.data())
+def test_sums_of_another_shape_are_never_accepted_alone(data: st.DataObject) -> None:
+    """The in-between value replaced by any small value, or by several values (which would
+    shift the fields after it)."""
+    info = data.draw(subscription_infos(st.just(LATEST_VERSION), named=False))
+    payload = encode_subscription(info)
+    Codec().decode_subscription(payload)
+    reader = TemplateReader(LATEST_VERSION)
+    same_as_alone(reader, payload)
+    same_as_alone(reader, payload)
+    items = msgpack.unpackb(payload, raw=False)
+    leaf = st.one_of(st.none(), st.integers(-(2**63), 2**64 - 1), st.text(max_size=3),
+                     st.binary(max_size=3))
+    values = data.draw(st.lists(st.one_of(leaf, st.lists(leaf, max_size=5)), min_size=1,
+                                max_size=2))
+    head = msgpack.packb(items[:6], use_bin_type=True)[1:]  # the fields before the sums
+    tail = msgpack.packb(items[7:], use_bin_type=True)[1:]  # (without the array headers)
+    middle = b"".join(msgpack.packb(v, use_bin_type=True) for v in values)
+    same_as_alone(reader, payload[:1] + head + middle + tail)
+
+
+def test_the_consumers_of_one_process_are_read_from_a_template(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Busy threads of one process (one task each) after an idle one: one whole read."""
+    base = dict(
+        version=LATEST_VERSION,
+        latest_supported_version=LATEST_VERSION,
+        process_id=ProcessId.for_int(3),
+        user_endpoint=HostInfo("host-templates", 8080),
+    )
+    payloads = [encode_subscription(SubscriptionInfo(**base))] + [
+        encode_subscription(SubscriptionInfo(task_offset_sums={TaskId(0, p): -2}, **base))
+        for p in range(5)
+    ]
+    codec = Codec()
+    alone = [codec.decode_subscription(p) for p in payloads]
+    whole_reads: list[bytes] = []
+    original = fast_module.decode_fast
+
+    def counted(raw: bytes, latest: int) -> SubscriptionInfo | None:
+        whole_reads.append(raw)
+        return original(raw, latest)
+
+    monkeypatch.setattr(fast_module, "decode_fast", counted)
+    read = codec.subscription_reader()
+    assert [read(p) for p in payloads] == alone
+    assert whole_reads == payloads[:2]  # a template from the process's second payload on
