@@ -19,7 +19,8 @@ drawn and mutated payloads).
 
 from __future__ import annotations
 
-from typing import Final
+from itertools import chain
+from typing import Final, cast
 
 from protocol._limits import (
     MAX_HOST_MAP_PARTITIONS,
@@ -56,6 +57,14 @@ _PARTITIONS: Final = interned_partitions()
 _TASKS: Final = interned_tasks()
 
 HostMap = dict[HostInfo, frozenset[TopicPartition]]
+_StandbyKey = tuple[tuple[str, ...], tuple[tuple[int, ...], ...]]
+#: standby sections read before -> what they read to; emptied when its entries would pass
+#: ``_KEPT_MAX_ENTRIES`` (counted as task entries, one more per section)
+_KEPT: Final[dict[_StandbyKey, dict[TaskId, tuple[TopicPartition, ...]]]] = {}
+_KEPT_SIZE: Final = [0]
+_KEPT_MAX_ENTRIES: Final = 1 << 16
+_LIST: Final = {list}
+_INT: Final = {int}
 
 
 def decode_fast(raw: bytes, latest_supported: int) -> AssignmentInfo | None:
@@ -158,9 +167,45 @@ def _active(ints: object) -> list[TaskId] | None:
 def _standby(
     entries: object, topics: list[str], tasks_left: int
 ) -> dict[TaskId, tuple[TopicPartition, ...]] | None:
-    """``[[0, s, p, t0, q0, ...], ...]`` as tasks and their partitions, or None."""
+    """``[[0, s, p, t0, q0, ...], ...]`` as tasks and their partitions, or None.
+
+    A member's standbys mostly stay put between the probing rebalances of a group (three
+    reads in four repeat the previous one in a high-availability replay): a section read
+    before, with the same topic dictionary, is answered from ``_KEPT`` (a fresh dict of the
+    same entries), when its key cannot stand for another payload (lists of exact ints only).
+    """
     if type(entries) is not list or len(entries) > MAX_MEMBER_TASKS or len(entries) > tasks_left:
         return None
+    key = _standby_key(entries, topics)
+    if key is not None:
+        kept = _KEPT.get(key)
+        if kept is not None:
+            return dict(kept)
+    standby = _read_standby(entries, topics)
+    if standby is not None and key is not None:
+        if _KEPT_SIZE[0] + len(entries) > _KEPT_MAX_ENTRIES:
+            _KEPT.clear()
+            _KEPT_SIZE[0] = 0
+        _KEPT[key] = dict(standby)
+        _KEPT_SIZE[0] += len(entries) + 1
+    return standby
+
+
+def _standby_key(entries: list[object], topics: list[str]) -> _StandbyKey | None:
+    """The section as a hashable key, or None unless every entry is a list of exact ints (a
+    ``bool`` or ``float`` would compare equal to an int, a dict's keys would look like a list)."""
+    if not entries or set(map(type, entries)) != _LIST:
+        return None
+    flat = tuple(map(tuple, cast(list[list[object]], entries)))
+    if not set(map(type, chain.from_iterable(flat))) <= _INT:
+        return None
+    return tuple(topics), cast(tuple[tuple[int, ...], ...], flat)
+
+
+def _read_standby(
+    entries: list[object], topics: list[str]
+) -> dict[TaskId, tuple[TopicPartition, ...]] | None:
+    """The standby section read and checked, value by value."""
     standby: dict[TaskId, tuple[TopicPartition, ...]] = {}
     left = MAX_STANDBY_PARTITIONS
     count_topics = len(topics)

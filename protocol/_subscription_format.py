@@ -20,6 +20,7 @@ Version 4 only moves the error code to the fourth field, where any older reader 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from operator import attrgetter
 
 from protocol._limits import (
     MAX_CLIENT_TAGS,
@@ -44,6 +45,8 @@ from protocol.messages import HEADER_ERROR_CODE_VERSION, NAMED_TOPOLOGY_VERSION,
 
 #: Number of top-level fields per version.
 FIELDS = {1: 6, 2: 8, 3: 11, 4: 11}
+#: ``TaskId._rank``: ``subtopology << 31 | partition``, kept by unnamed tasks only
+_KEPT_RANK = attrgetter("_rank")
 #: First version that carries named-topology task ids.
 
 
@@ -90,6 +93,12 @@ def _encode_tags(tags: Mapping[str, str]) -> dict[str, str]:
 
 def _encode_offset_sums(sums: Mapping[TaskId, int], *, named: bool) -> list[list[object]]:
     check_count(len(sums), "task_offset_sums", MAX_OFFSET_SUMS)
+    try:  # unnamed tasks keep their (subtopology, partition) order as one int: sorted in C
+        ranked = sorted(zip(map(_KEPT_RANK, sums), sums.values(), strict=True))
+    except AttributeError:  # a named task (or one whose keys are not kept): the general path
+        pass
+    else:
+        return _encode_ranked(ranked, named)
     groups: dict[tuple[str | None, int], list[tuple[int, int]]] = {}
     for task, offset_sum in sums.items():
         if task.topology is not None and not named:
@@ -112,6 +121,28 @@ def _encode_offset_sums(sums: Mapping[TaskId, int], *, named: bool) -> list[list
             group += [partition - previous, offset_sum]
             previous = partition
         encoded.append(group)
+    return encoded
+
+
+def _encode_ranked(ranked: list[tuple[int, int]], named: bool) -> list[list[object]]:
+    """The groups of unnamed tasks' sums, from ``(TaskId._rank, sum)`` pairs in rank order.
+
+    Every member encodes its sums at every join, and they change between joins (standbys
+    restore), so nothing is kept: this only spares the general path's per-task tuple, topology
+    check and grouping dictionary (ranks are distinct, so a sum is never compared).
+    """
+    encoded: list[list[object]] = []
+    group: list[object] = []
+    current = previous = -1
+    for rank, offset_sum in ranked:
+        subtopology = rank >> 31
+        if subtopology != current:
+            current, previous = subtopology, 0
+            group = [None, subtopology] if named else [subtopology]
+            encoded.append(group)
+        partition = rank & INT32_MAX
+        group += (partition - previous, offset_sum)
+        previous = partition
     return encoded
 
 

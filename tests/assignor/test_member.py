@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from assignor.member import MemberAssignment, interpret_assignment
+from assignor.topology.model import Topology
 from protocol.errors import AssignorError
 from protocol.ids import HostInfo, TaskId, TopicPartition
 from protocol.messages import NO_FOLLOWUP_REBALANCE, AssignmentInfo, VersionHeader
@@ -158,3 +161,33 @@ def test_changelog_partitions_of_active_and_standby_tasks_come_from_the_topology
     assert a.standby_changelog_partitions == {TopicPartition(counts, 2), TopicPartition(seen, 2)}
     # without the topology (a decoder that does not run the app) nothing is invented
     assert decide(info(standby_tasks=standby)).assignment.changelogs == {}
+
+
+def test_changelogs_kept_between_rebalances_follow_each_topology_and_stay_bounded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The member keeps each task's changelog partitions per topology instance: a second
+    topology with the same tasks but other stores gets its own, answers keep the order of
+    ``changelog_partitions``, and the table's bounds empty it without changing an answer."""
+    from assignor import TopologyBuilder, member
+    from assignor.topology.tasks import changelog_partitions
+
+    def app(*stores: str) -> Topology:
+        builder = TopologyBuilder("app")
+        builder.add_source("a-source", "a").add_processor("count", "a-source")
+        for store in stores:
+            builder.add_state_store(store, "count")
+        builder.add_source("b-source", "b").add_processor("stateless", "b-source")
+        return builder.build()
+
+    monkeypatch.setattr(member, "_MAX_TOPOLOGIES", 2)
+    monkeypatch.setattr(member, "_MAX_TASKS", 3)
+    standby = {TaskId(0, 2): (TopicPartition("a", 2),), TaskId(0, 3): (TopicPartition("a", 3),)}
+    topologies = [app("counts"), app("counts", "seen"), app("seen"), app("counts")]
+    for _ in range(3):
+        for topology in topologies:
+            got = decide(info(standby_tasks=standby), topology=topology).assignment.changelogs
+            want = changelog_partitions(topology, {T00: (), T10: (), T01: (), **standby})
+            assert list(got.items()) == list(want.items())
+    assert len(member._CHANGELOGS) <= 2
+    assert all(len(known) <= 3 for _, known in member._CHANGELOGS.values())

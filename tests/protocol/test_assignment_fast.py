@@ -192,3 +192,35 @@ def test_each_structural_refusal_of_the_streaming_reader_is_declined() -> None:
     for name, data in cases.items():
         assert decode_fast(data, LATEST_VERSION) is None, name
         assert isinstance(streaming(data), ProtocolError), name
+
+
+def test_a_standby_section_read_before_is_answered_alike_and_only_for_the_same_values() -> None:
+    """Standby sections read before are kept: the same payload reads to an equal, fresh map,
+    and a section whose values merely compare equal (``True`` for 1, ``1.0``, a map whose keys
+    spell the entry) is still checked, not taken for the kept one."""
+    host = HostInfo("host-kept", 8080)
+    info = AssignmentInfo(
+        version=LATEST_VERSION,
+        commonly_supported_version=LATEST_VERSION,
+        active_tasks=(TaskId(0, 1),),
+        standby_tasks={TaskId(1, 1): (TopicPartition("orders", 1),)},
+        partitions_by_host={host: frozenset({TopicPartition("orders", 1)})},
+        standby_partitions_by_host={host: frozenset({TopicPartition("orders", 1)})},
+        next_rebalance_ms=60_000,
+        host_maps_complete=False,
+    )
+    data = encode_assignment(info)
+    Codec().decode_assignment(data)  # interns the endpoint
+    first, second = agree(data), agree(data)
+    assert first == second == info
+    assert first is not None and second is not None
+    assert first.standby_tasks is not second.standby_tasks
+    items = msgpack.unpackb(data, raw=False)
+    entry = items[7][0]
+    assert entry == [0, 1, 1, 0, 1]  # [unnamed, subtopology, partition, topic index, partition]
+    mutants: list[object] = [[0, True, 1, 0, 1], [0, 1, 1, 0, 1.0], dict.fromkeys(entry[:4])]
+    for mutant in mutants:
+        items[7][0] = mutant
+        assert agree(msgpack.packb(items, use_bin_type=True)) is None
+    items[7][0] = entry
+    assert agree(msgpack.packb(items, use_bin_type=True)) == info
