@@ -38,13 +38,26 @@ class PlannedTasks:
     partitions_by_id: Mapping[int, tuple[TopicPartition, ...]] = field(
         default_factory=dict, compare=False, repr=False
     )
+    #: each task's ``TaskLayout.partition_codes`` by the task's ``id`` as above, and the topics
+    #: they rank (``code_topics``): the host maps' numbers read without touching a partition
+    #: (``assignor.leader.encode.host_maps``)
+    codes_by_id: Mapping[int, tuple[int, ...]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+    topics: tuple[str, ...] = ()
 
 
 def planned_tasks(topology: Topology, source_partitions: Mapping[str, int]) -> PlannedTasks:
     """:func:`plan_tasks`, computed afresh."""
     layout = plan_tasks(topology, source_partitions)
     tasks = layout.tasks
-    return PlannedTasks(layout, dict(zip(map(id, tasks), tasks.values(), strict=True)))  # in C
+    ids = list(map(id, tasks))
+    return PlannedTasks(
+        layout,
+        dict(zip(ids, tasks.values(), strict=True)),  # in C
+        dict(zip(ids, layout.partition_codes, strict=True)) if layout.partition_codes else {},
+        layout.code_topics,
+    )
 
 
 EndSums = Callable[[TaskLayout, Mapping[TopicPartition, int] | None], "dict[TaskId, int] | None"]

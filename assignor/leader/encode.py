@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Collection, Mapping, Sequence
-from itertools import chain, islice
-from operator import attrgetter, itemgetter, lt
+from itertools import chain, islice, repeat
+from operator import attrgetter, itemgetter, lt, sub
 from typing import cast
 
+from assignor.leader.cache import PlannedTasks
 from assignor.leader.decode import member_groups
 from assignor.leader.model import ByTopic, DecodedGroup, MemberResult
 from assignor.placement.client_state import ClientState
@@ -17,6 +19,7 @@ from protocol._limits import KAFKA_GROUP_RECORD_BYTES, MAX_HOST_MAP_PARTITIONS, 
 from protocol.answers import AnswerWriter
 from protocol.codec import Codec
 from protocol.errors import AssignorError
+from protocol.host_partitions import HostPartitions, TopicRuns
 from protocol.ids import HostInfo, ProcessId, TaskId, TopicPartition, trusted_model
 from protocol.messages import (
     HOST_SCOPE_VERSION,
@@ -60,23 +63,57 @@ def host_maps(
     clients: Mapping[ProcessId, ClientState],
     layout: TaskLayout,
     by_id: Mapping[int, tuple[TopicPartition, ...]] | None = None,
+    planned: PlannedTasks | None = None,
 ) -> HostMaps:
     """Source partitions of each endpoint's active and standby tasks (clients with an endpoint);
-    ``by_id`` as in :func:`partitions_of`."""
+    ``by_id`` as in :func:`partitions_of`. With ``planned`` (the layout's), each set is a
+    :class:`~protocol.host_partitions.HostPartitions` whose numbers per topic come from the
+    plan's ints, so the writer packs it without reading its partitions again."""
     active: dict[HostInfo, frozenset[TopicPartition]] = {}
     standby: dict[HostInfo, frozenset[TopicPartition]] = {}
-    known = by_id or {}
+    known = planned.partitions_by_id if planned is not None else by_id or {}
     for client in clients.values():
         if client.host_info is None:
             continue
-        # chained in C: no Python frame per task or partition
-        active[client.host_info] = frozenset(
-            chain.from_iterable(partitions_of(client.active, layout, known))
-        )
-        standby[client.host_info] = frozenset(
-            chain.from_iterable(partitions_of(client.standby, layout, known))
-        )
+        active[client.host_info] = _host_set(client.active, layout, known, planned)
+        standby[client.host_info] = _host_set(client.standby, layout, known, planned)
     return active, standby
+
+
+def _host_set(
+    tasks: Collection[TaskId],
+    layout: TaskLayout,
+    known: Mapping[int, tuple[TopicPartition, ...]],
+    planned: PlannedTasks | None,
+) -> frozenset[TopicPartition]:
+    """The partitions of ``tasks`` (chained in C: no Python frame per task or partition), with
+    their numbers per topic when the plan knows every task's codes and no partition repeats
+    (a layout's tasks never share one)."""
+    partitions = chain.from_iterable(partitions_of(tasks, layout, known))
+    if planned is None or not tasks:
+        return frozenset(partitions)
+    found = list(map(planned.codes_by_id.get, map(id, tasks)))
+    if None in found:
+        return frozenset(partitions)
+    codes = sorted(chain.from_iterable(cast(list[tuple[int, ...]], found)))
+    made = HostPartitions(partitions, _runs(codes, planned.topics))
+    return made if len(made) == len(codes) else frozenset(made)
+
+
+def _runs(codes: list[int], topics: tuple[str, ...]) -> TopicRuns:
+    """Sorted ``PlannedTasks`` codes as (topic, numbers ascending) per topic: one slice per
+    topic (bounded by the plan's topics), the numbers taken in C."""
+    runs: list[tuple[str, list[int]]] = []
+    start, end = 0, len(codes)
+    while start < end:
+        rank = codes[start] >> 32
+        base = rank << 32
+        stop = bisect_left(codes, base + (1 << 32), start)
+        numbers = codes[start:stop] if base == 0 else list(map(sub, islice(codes, start, stop),
+                                                               repeat(base)))
+        runs.append((topics[rank], numbers))
+        start = stop
+    return tuple(runs)
 
 
 def encode_members(
@@ -91,6 +128,7 @@ def encode_members(
     followup_consumer: str | None,
     followup_at_ms: int,
     by_id: Mapping[int, tuple[TopicPartition, ...]] | None = None,
+    planned: PlannedTasks | None = None,
 ) -> dict[str, MemberResult]:
     """One ``AssignmentInfo`` per member, its active tasks aligned with its sorted partitions.
 
@@ -107,7 +145,15 @@ def encode_members(
     # maps (most of 10,000 consumers over 1,000 tasks): built once per maps object, shared.
     idle: dict[int, MemberResult] = {}
     tasks = layout.tasks
-    known = by_id or {}
+    known = planned.partitions_by_id if planned is not None else by_id or {}
+    codes_by_id = planned.codes_by_id if planned is not None else {}
+    code_topics = planned.topics if planned is not None else ()
+
+    def codes_of(mine: Sequence[TaskId]) -> list[tuple[int, ...]] | None:
+        """The plan's codes of ``mine`` (``None`` if it lacks any), found by ``id`` in C."""
+        found = list(map(codes_by_id.get, map(id, mine)))
+        return None if None in found else cast(list[tuple[int, ...]], found)
+
     results: dict[str, MemberResult] = {}
     # Members with a task (or the follow-up); every other member gets a shared idle answer.
     busy = {
@@ -166,7 +212,7 @@ def encode_members(
                     active_tasks = (mine[0],)
                 else:
                     partitions, active_tasks, by_topic = _in_partition_order(
-                        mine, partitions_of(mine, layout, known)
+                        mine, partitions_of(mine, layout, known), codes_of(mine), code_topics
                     )
             standby: dict[TaskId, tuple[TopicPartition, ...]]
             if not standby_ids:
@@ -206,7 +252,10 @@ def encode_members(
 
 
 def _in_partition_order(
-    mine: Sequence[TaskId], parts_of: list[tuple[TopicPartition, ...]]
+    mine: Sequence[TaskId],
+    parts_of: list[tuple[TopicPartition, ...]],
+    codes: list[tuple[int, ...]] | None = None,
+    code_topics: tuple[str, ...] = (),
 ) -> tuple[tuple[TopicPartition, ...], tuple[TaskId, ...], ByTopic | None]:
     """A member's partitions sorted by (topic, partition), the task of each, and, when they
     are of one topic, aiokafka's ``[(topic, [partition, ...])]`` of them (the numbers read
@@ -218,7 +267,13 @@ def _in_partition_order(
     one topic, the positions are sorted by partition number alone (ints, not tuples). Strictly
     ascending numbers mean no ties, so the general sort below would return the very same order;
     anything else (ties, several topics or partitions per task) takes the general sort.
+    With the plan's ``codes`` of ``mine`` (``PlannedTasks.codes_by_id``), the already ordered
+    shapes are recognised from those ints alone (:func:`_by_codes`).
     """
+    if codes is not None:
+        ordered = _by_codes(mine, parts_of, codes, code_topics)
+        if ordered is not None:
+            return ordered
     flat = list(chain.from_iterable(parts_of))
     if len(flat) == len(mine) and len(set(map(_TOPIC, flat))) == 1:
         numbers = list(map(_PARTITION, flat))
@@ -268,14 +323,51 @@ def _by_columns(
         if len(topics) != 1 or not all(map(lt, numbers, islice(numbers, 1, None))):
             return None
         picked.append((topics.pop(), column, numbers))
-    if len({topic for topic, _, _ in picked}) != width:
+    return _columns_by_topic(mine, picked)
+
+
+def _columns_by_topic(
+    mine: Sequence[TaskId], picked: list[tuple[str, tuple[TopicPartition, ...], list[int]]]
+) -> tuple[tuple[TopicPartition, ...], tuple[TaskId, ...], ByTopic] | None:
+    """Ascending columns of one topic each, ``(topic, partitions, numbers)``, as the general
+    sort orders them: by topic, when the topics are distinct (``None`` otherwise)."""
+    if len({topic for topic, _, _ in picked}) != len(picked):
         return None
     picked.sort(key=_FIRST)
     return (
         tuple(chain.from_iterable(column for _, column, _ in picked)),
-        tuple(mine) * width,
+        tuple(mine) * len(picked),
         tuple((topic, numbers) for topic, _, numbers in picked),
     )
+
+
+def _by_codes(
+    mine: Sequence[TaskId],
+    parts_of: list[tuple[TopicPartition, ...]],
+    codes: list[tuple[int, ...]],
+    topics: tuple[str, ...],
+) -> tuple[tuple[TopicPartition, ...], tuple[TaskId, ...], ByTopic] | None:
+    """:func:`_in_partition_order`'s kept orders read from the plan's codes instead of the
+    partitions: every task of ``width`` partitions, each column (a task's ``j``-th partition)
+    of one topic and strictly ascending, the topics distinct; then the partitions are the
+    columns by topic (one column: as they came), each row's task, and each column's numbers,
+    the same as :func:`_by_columns` and the one-topic check give. ``None`` for any other shape
+    (the callers then read the partitions)."""
+    width = len(codes[0])
+    if set(map(len, codes)) != {width} or set(map(len, parts_of)) != {width}:
+        return None
+    picked: list[tuple[str, tuple[TopicPartition, ...], list[int]]] = []
+    columns = zip(zip(*codes, strict=True), zip(*parts_of, strict=True), strict=True)
+    for column_codes, column in columns:
+        rank = column_codes[0] >> 32
+        if column_codes[-1] >> 32 != rank or not all(
+            map(lt, column_codes, islice(column_codes, 1, None))
+        ):
+            return None
+        base = rank << 32
+        numbers = list(map(sub, column_codes, repeat(base))) if base else list(column_codes)
+        picked.append((topics[rank], column, numbers))  # ranks follow the names' order
+    return _columns_by_topic(mine, picked)
 
 
 def _answer(

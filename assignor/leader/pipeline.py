@@ -149,7 +149,7 @@ def _assign_decoded(
         followup = f"probing rebalance in {config.probing_rebalance_interval_ms} ms"
     if decoded.future_version is not None:
         followup = followup or "version probing: members rejoin on the common version"
-    hosts = host_maps(assignment.clients, layout, planned.partitions_by_id)
+    hosts = host_maps(assignment.clients, layout, planned=planned)
     try:
         members = encode_members(
             decoded,
@@ -161,7 +161,7 @@ def _assign_decoded(
             commonly_supported=common,
             followup_consumer=followup_owner,
             followup_at_ms=_deadline(group.now_ms, config.probing_rebalance_interval_ms),
-            by_id=planned.partitions_by_id,
+            planned=planned,
         )
     except ValueError as exc:  # e.g. an assignment over the payload limit: tell, don't crash
         detail = f"assignment cannot be encoded: {exc}"

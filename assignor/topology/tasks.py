@@ -12,7 +12,7 @@ loops build ids without pydantic validation (the inputs were validated once, ups
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from assignor.topology.model import Topology
 from protocol.ids import TaskId, TopicPartition, trusted_task_id, trusted_topic_partition
@@ -106,6 +106,13 @@ class TaskLayout:
     stateful: frozenset[TaskId]
     changelogs: TaskPartitions
     changelog_counts: Mapping[str, int]
+    #: each task's source partitions as ints, in the order of ``tasks``: ``rank << 32 |
+    #: partition`` with ``rank`` the topic's place in ``code_topics`` (sorted), so that sorting
+    #: the ints sorts the partitions by (topic, partition) and the leader writes its host maps
+    #: without reading a partition (``assignor.leader.cache.PlannedTasks``); empty for a layout
+    #: not made by :func:`plan_tasks`
+    partition_codes: tuple[tuple[int, ...], ...] = field(default=(), compare=False, repr=False)
+    code_topics: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
     @property
     def stateless(self) -> frozenset[TaskId]:
@@ -124,11 +131,15 @@ def plan_tasks(topology: Topology, source_partitions: Mapping[str, int]) -> Task
     tasks: dict[TaskId, tuple[TopicPartition, ...]] = {}
     changelogs: dict[TaskId, tuple[TopicPartition, ...]] = {}
     counts: dict[str, int] = {}
+    sources = sorted({topic for sub in topology.subtopologies for topic in sub.source_topics})
+    shifted = {topic: rank << 32 for rank, topic in enumerate(sources)}
+    codes: list[tuple[int, ...]] = []
     for sub in topology.subtopologies:
         sized = _sized_sources(sub.source_topics, source_partitions)
         widest = max(count for _, count in sized)
         ids = shared_task_ids(sub.id, widest)
         tasks.update(zip(ids, _partition_tuples(sized, widest), strict=True))
+        codes += _code_tuples(sized, widest, shifted)
         logs = sub.changelog_topics
         if logs:  # a stateful subtopology (Subtopology.is_stateful)
             changelogs.update(
@@ -139,7 +150,12 @@ def plan_tasks(topology: Topology, source_partitions: Mapping[str, int]) -> Task
     # The stateful tasks are exactly the changelog map's keys: a set made from a dict takes
     # the hashes the dict stored (``TaskId.__hash__`` is a Python call, 6,000 per plan).
     return TaskLayout(
-        tasks=tasks, stateful=frozenset(changelogs), changelogs=changelogs, changelog_counts=counts
+        tasks=tasks,
+        stateful=frozenset(changelogs),
+        changelogs=changelogs,
+        changelog_counts=counts,
+        partition_codes=tuple(codes) if len(codes) == len(tasks) else (),
+        code_topics=tuple(sources),
     )
 
 
@@ -156,6 +172,17 @@ def _partition_tuples(
     return [
         tuple([shared_topic_partition(t, p) for t, n in sized if n > p]) for p in range(widest)
     ]
+
+
+def _code_tuples(
+    sized: list[tuple[str, int]], widest: int, shifted: Mapping[str, int]
+) -> list[tuple[int, ...]]:
+    """:func:`_partition_tuples` as ``TaskLayout.partition_codes`` ints (in C when every topic
+    has ``widest`` partitions)."""
+    if all(count == widest for _, count in sized):
+        starts = [shifted[topic] for topic, _ in sized]
+        return list(zip(*[range(start, start + widest) for start in starts], strict=True))
+    return [tuple([shifted[t] + p for t, n in sized if n > p]) for p in range(widest)]
 
 
 __all__ = [

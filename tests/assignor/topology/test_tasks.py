@@ -106,6 +106,14 @@ def test_grouper_properties(case: tuple[Topology, dict[str, int]]) -> None:
     sources = sized.source_partitions
     layout = plan_tasks(topology, sources)
     assert list(layout.tasks) == sorted(layout.tasks)
+    # each task's codes name its partitions, topics ranked in sorted order
+    topics = layout.code_topics
+    assert list(topics) == sorted(topics)
+    assert len(layout.partition_codes) == len(layout.tasks)
+    for partitions, codes in zip(layout.tasks.values(), layout.partition_codes, strict=True):
+        assert [(topics[c >> 32], c & (2**32 - 1)) for c in codes] == [
+            (tp.topic, tp.partition) for tp in partitions
+        ]
     for sub in topology.subtopologies:
         mine = {t: ps for t, ps in layout.tasks.items() if t.subtopology == sub.id}
         widest = max(sources[topic] for topic in sub.source_topics)
