@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from assignor.leader.task_table import TaskTable
 from assignor.topology.model import Topology
 from assignor.topology.tasks import TaskLayout, plan_tasks
 from protocol.ids import TaskId, TopicPartition
@@ -38,25 +39,18 @@ class PlannedTasks:
     partitions_by_id: Mapping[int, tuple[TopicPartition, ...]] = field(
         default_factory=dict, compare=False, repr=False
     )
-    #: each task's ``TaskLayout.partition_codes`` by the task's ``id`` as above, and the topics
-    #: they rank (``code_topics``): the host maps' numbers read without touching a partition
-    #: (``assignor.leader.encode.host_maps``)
-    codes_by_id: Mapping[int, tuple[int, ...]] = field(
-        default_factory=dict, compare=False, repr=False
-    )
-    topics: tuple[str, ...] = ()
+    #: the plan's tasks by their place in it (``None`` for a plan of named topologies)
+    table: TaskTable | None = field(default=None, compare=False, repr=False)
 
 
 def planned_tasks(topology: Topology, source_partitions: Mapping[str, int]) -> PlannedTasks:
     """:func:`plan_tasks`, computed afresh."""
     layout = plan_tasks(topology, source_partitions)
     tasks = layout.tasks
-    ids = list(map(id, tasks))
     return PlannedTasks(
         layout,
-        dict(zip(ids, tasks.values(), strict=True)),  # in C
-        dict(zip(ids, layout.partition_codes, strict=True)) if layout.partition_codes else {},
-        layout.code_topics,
+        dict(zip(map(id, tasks), tasks.values(), strict=True)),  # in C
+        TaskTable.of(layout),
     )
 
 

@@ -12,6 +12,7 @@ from typing import cast
 from assignor.leader.cache import PlannedTasks
 from assignor.leader.decode import member_groups
 from assignor.leader.model import ByTopic, DecodedGroup, MemberResult
+from assignor.leader.task_table import TaskTable
 from assignor.placement.client_state import ClientState
 from assignor.placement.threads import ThreadAssignment
 from assignor.topology.tasks import TaskLayout
@@ -72,11 +73,12 @@ def host_maps(
     active: dict[HostInfo, frozenset[TopicPartition]] = {}
     standby: dict[HostInfo, frozenset[TopicPartition]] = {}
     known = planned.partitions_by_id if planned is not None else by_id or {}
+    table = planned.table if planned is not None else None
     for client in clients.values():
         if client.host_info is None:
             continue
-        active[client.host_info] = _host_set(client.active, layout, known, planned)
-        standby[client.host_info] = _host_set(client.standby, layout, known, planned)
+        active[client.host_info] = _host_set(client.active, layout, known, table)
+        standby[client.host_info] = _host_set(client.standby, layout, known, table)
     return active, standby
 
 
@@ -84,19 +86,17 @@ def _host_set(
     tasks: Collection[TaskId],
     layout: TaskLayout,
     known: Mapping[int, tuple[TopicPartition, ...]],
-    planned: PlannedTasks | None,
+    table: TaskTable | None,
 ) -> frozenset[TopicPartition]:
-    """The partitions of ``tasks`` (chained in C: no Python frame per task or partition), with
-    their numbers per topic when the plan knows every task's codes and no partition repeats
-    (a layout's tasks never share one)."""
-    partitions = chain.from_iterable(partitions_of(tasks, layout, known))
-    if planned is None or not tasks:
-        return frozenset(partitions)
-    found = list(map(planned.codes_by_id.get, map(id, tasks)))
-    if None in found:
-        return frozenset(partitions)
-    codes = sorted(chain.from_iterable(cast(list[tuple[int, ...]], found)))
-    made = HostPartitions(partitions, _runs(codes, planned.topics))
+    """The partitions of ``tasks`` (chained in C: no Python frame per task or partition); with
+    the plan's ``table``, carrying their numbers per topic (from its codes, sorted as ints),
+    unless a partition repeats (a plan's tasks never share one)."""
+    places = table.places(tasks) if table is not None and tasks else None
+    if table is None or places is None:
+        return frozenset(chain.from_iterable(partitions_of(tasks, layout, known)))
+    codes = table.codes_of(places)
+    codes.sort()
+    made = HostPartitions(table.partitions_of(places), _runs(codes, table.topics))
     return made if len(made) == len(codes) else frozenset(made)
 
 
@@ -146,13 +146,18 @@ def encode_members(
     idle: dict[int, MemberResult] = {}
     tasks = layout.tasks
     known = planned.partitions_by_id if planned is not None else by_id or {}
-    codes_by_id = planned.codes_by_id if planned is not None else {}
-    code_topics = planned.topics if planned is not None else ()
+    table = planned.table if planned is not None else None
 
-    def codes_of(mine: Sequence[TaskId]) -> list[tuple[int, ...]] | None:
-        """The plan's codes of ``mine`` (``None`` if it lacks any), found by ``id`` in C."""
-        found = list(map(codes_by_id.get, map(id, mine)))
-        return None if None in found else cast(list[tuple[int, ...]], found)
+    def in_partition_order(
+        mine: Sequence[TaskId],
+    ) -> tuple[tuple[TopicPartition, ...], tuple[TaskId, ...], ByTopic | None]:
+        """:func:`_in_partition_order`, from the plan's codes alone when they tell."""
+        places = table.places(mine) if table is not None else None
+        if table is not None and places is not None:
+            ordered = _by_codes(mine, table.columns(places), table.topics)
+            if ordered is not None:
+                return ordered
+        return _in_partition_order(mine, partitions_of(mine, layout, known))
 
     results: dict[str, MemberResult] = {}
     # Members with a task (or the follow-up); every other member gets a shared idle answer.
@@ -211,9 +216,7 @@ def encode_members(
                 if len(partitions) == 1:  # one task of one partition: nothing to sort
                     active_tasks = (mine[0],)
                 else:
-                    partitions, active_tasks, by_topic = _in_partition_order(
-                        mine, partitions_of(mine, layout, known), codes_of(mine), code_topics
-                    )
+                    partitions, active_tasks, by_topic = in_partition_order(mine)
             standby: dict[TaskId, tuple[TopicPartition, ...]]
             if not standby_ids:
                 standby = {}
@@ -252,10 +255,7 @@ def encode_members(
 
 
 def _in_partition_order(
-    mine: Sequence[TaskId],
-    parts_of: list[tuple[TopicPartition, ...]],
-    codes: list[tuple[int, ...]] | None = None,
-    code_topics: tuple[str, ...] = (),
+    mine: Sequence[TaskId], parts_of: list[tuple[TopicPartition, ...]]
 ) -> tuple[tuple[TopicPartition, ...], tuple[TaskId, ...], ByTopic | None]:
     """A member's partitions sorted by (topic, partition), the task of each, and, when they
     are of one topic, aiokafka's ``[(topic, [partition, ...])]`` of them (the numbers read
@@ -267,13 +267,8 @@ def _in_partition_order(
     one topic, the positions are sorted by partition number alone (ints, not tuples). Strictly
     ascending numbers mean no ties, so the general sort below would return the very same order;
     anything else (ties, several topics or partitions per task) takes the general sort.
-    With the plan's ``codes`` of ``mine`` (``PlannedTasks.codes_by_id``), the already ordered
-    shapes are recognised from those ints alone (:func:`_by_codes`).
+    (:func:`_by_codes` recognises the kept orders from the plan's ints, before this.)
     """
-    if codes is not None:
-        ordered = _by_codes(mine, parts_of, codes, code_topics)
-        if ordered is not None:
-            return ordered
     flat = list(chain.from_iterable(parts_of))
     if len(flat) == len(mine) and len(set(map(_TOPIC, flat))) == 1:
         numbers = list(map(_PARTITION, flat))
@@ -316,7 +311,7 @@ def _by_columns(
     width = len(parts_of[0])
     if width < 2 or set(map(len, parts_of)) != {width}:
         return None
-    picked: list[tuple[str, tuple[TopicPartition, ...], list[int]]] = []
+    picked: list[tuple[str, Sequence[TopicPartition], list[int]]] = []
     for column in zip(*parts_of, strict=True):
         topics = set(map(_TOPIC, column))
         numbers = list(map(_PARTITION, column))
@@ -327,7 +322,7 @@ def _by_columns(
 
 
 def _columns_by_topic(
-    mine: Sequence[TaskId], picked: list[tuple[str, tuple[TopicPartition, ...], list[int]]]
+    mine: Sequence[TaskId], picked: list[tuple[str, Sequence[TopicPartition], list[int]]]
 ) -> tuple[tuple[TopicPartition, ...], tuple[TaskId, ...], ByTopic] | None:
     """Ascending columns of one topic each, ``(topic, partitions, numbers)``, as the general
     sort orders them: by topic, when the topics are distinct (``None`` otherwise)."""
@@ -343,22 +338,21 @@ def _columns_by_topic(
 
 def _by_codes(
     mine: Sequence[TaskId],
-    parts_of: list[tuple[TopicPartition, ...]],
-    codes: list[tuple[int, ...]],
+    columns: tuple[list[list[int]], list[list[TopicPartition]]] | None,
     topics: tuple[str, ...],
 ) -> tuple[tuple[TopicPartition, ...], tuple[TaskId, ...], ByTopic] | None:
-    """:func:`_in_partition_order`'s kept orders read from the plan's codes instead of the
-    partitions: every task of ``width`` partitions, each column (a task's ``j``-th partition)
-    of one topic and strictly ascending, the topics distinct; then the partitions are the
-    columns by topic (one column: as they came), each row's task, and each column's numbers,
-    the same as :func:`_by_columns` and the one-topic check give. ``None`` for any other shape
-    (the callers then read the partitions)."""
-    width = len(codes[0])
-    if set(map(len, codes)) != {width} or set(map(len, parts_of)) != {width}:
+    """:func:`_in_partition_order`'s kept orders read from the plan's codes (``TaskTable.
+    columns``: the codes and the partitions of each task's ``j``-th partition) instead of the
+    partitions: each column of one topic and strictly ascending, the topics distinct; then the
+    partitions are the columns by topic (one column: as they came), each row's task, and each
+    column's numbers, as :func:`_by_columns` and the one-topic check give. ``None`` for any
+    other shape (the caller then reads the partitions)."""
+    if columns is None:
         return None
-    picked: list[tuple[str, tuple[TopicPartition, ...], list[int]]] = []
-    columns = zip(zip(*codes, strict=True), zip(*parts_of, strict=True), strict=True)
-    for column_codes, column in columns:
+    picked: list[tuple[str, Sequence[TopicPartition], list[int]]] = []
+    for column_codes, column in zip(*columns, strict=True):
+        if not column_codes:
+            return None
         rank = column_codes[0] >> 32
         if column_codes[-1] >> 32 != rank or not all(
             map(lt, column_codes, islice(column_codes, 1, None))

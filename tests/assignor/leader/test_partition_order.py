@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from assignor.leader.encode import _in_partition_order
+from assignor.leader.encode import _by_codes, _in_partition_order
 from protocol.ids import TaskId, TopicPartition
 
 _PARTS = st.lists(
@@ -61,10 +61,15 @@ def test_same_order_as_the_general_sort(parts: list[list[TopicPartition]], shape
 def _with_codes(
     tasks: list[TaskId], parts_of: list[tuple[TopicPartition, ...]]
 ) -> tuple[tuple[TopicPartition, ...], tuple[TaskId, ...], object]:
-    """``_in_partition_order`` given the codes a plan would hold for these partitions."""
+    """The order given the codes a plan would hold for these partitions (``TaskTable.columns``):
+    ``_by_codes``' when it recognises the shape, else the partitions' own."""
     topics = tuple(sorted({tp.topic for tps in parts_of for tp in tps}))
     codes = [tuple(topics.index(tp.topic) << 32 | tp.partition for tp in tps) for tps in parts_of]
-    return _in_partition_order(tasks, parts_of, codes, topics)
+    columns = None
+    if len(set(map(len, parts_of))) == 1:
+        columns = (list(zip(*codes, strict=True)), list(zip(*parts_of, strict=True)))
+    kept = _by_codes(tasks, columns, topics)  # type: ignore[arg-type]
+    return kept if kept is not None else _in_partition_order(tasks, parts_of)
 
 
 def _aiokafka_listing(partitions: tuple[TopicPartition, ...]) -> list[tuple[str, list[int]]]:
