@@ -94,8 +94,9 @@ def _host_set(
     places = table.places(tasks) if table is not None and tasks else None
     if table is None or places is None:
         return frozenset(chain.from_iterable(partitions_of(tasks, layout, known)))
+    places.sort()  # ints; then the partitions are read in the plan's (memory) order
     codes = table.codes_of(places)
-    codes.sort()
+    codes.sort()  # ascending columns: merged
     made = HostPartitions(table.partitions_of(places), _runs(codes, table.topics))
     return made if len(made) == len(codes) else frozenset(made)
 
