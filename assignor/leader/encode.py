@@ -312,27 +312,19 @@ def _by_columns(
     width = len(parts_of[0])
     if width < 2 or set(map(len, parts_of)) != {width}:
         return None
-    picked: list[tuple[str, Sequence[TopicPartition], list[int]]] = []
+    picked: list[tuple[str, tuple[TopicPartition, ...], list[int]]] = []
     for column in zip(*parts_of, strict=True):
         topics = set(map(_TOPIC, column))
         numbers = list(map(_PARTITION, column))
         if len(topics) != 1 or not all(map(lt, numbers, islice(numbers, 1, None))):
             return None
         picked.append((topics.pop(), column, numbers))
-    return _columns_by_topic(mine, picked)
-
-
-def _columns_by_topic(
-    mine: Sequence[TaskId], picked: list[tuple[str, Sequence[TopicPartition], list[int]]]
-) -> tuple[tuple[TopicPartition, ...], tuple[TaskId, ...], ByTopic] | None:
-    """Ascending columns of one topic each, ``(topic, partitions, numbers)``, as the general
-    sort orders them: by topic, when the topics are distinct (``None`` otherwise)."""
-    if len({topic for topic, _, _ in picked}) != len(picked):
+    if len({topic for topic, _, _ in picked}) != width:
         return None
     picked.sort(key=_FIRST)
     return (
         tuple(chain.from_iterable(column for _, column, _ in picked)),
-        tuple(mine) * len(picked),
+        tuple(mine) * width,
         tuple((topic, numbers) for topic, _, numbers in picked),
     )
 
@@ -342,27 +334,33 @@ def _by_codes(
     columns: tuple[list[list[int]], list[list[TopicPartition]]] | None,
     topics: tuple[str, ...],
 ) -> tuple[tuple[TopicPartition, ...], tuple[TaskId, ...], ByTopic] | None:
-    """:func:`_in_partition_order`'s kept orders read from the plan's codes (``TaskTable.
-    columns``: the codes and the partitions of each task's ``j``-th partition) instead of the
-    partitions: each column of one topic and strictly ascending, the topics distinct; then the
-    partitions are the columns by topic (one column: as they came), each row's task, and each
-    column's numbers, as :func:`_by_columns` and the one-topic check give. ``None`` for any
-    other shape (the caller then reads the partitions)."""
+    """:func:`_in_partition_order` from the plan's codes (``TaskTable.columns``: the codes and
+    the partitions of each task's ``j``-th partition) instead of the partitions: the codes sort
+    as (topic, partition) do, so the general sort's order is the codes' order, read in C (the
+    codes already ascending, the usual case, are kept as they are; columns of copartitioned
+    topics are runs, merged), each partition's task its row, and aiokafka's listing the sorted
+    codes cut per topic. ``None`` when a partition appears twice (never in a plan): the caller
+    then reads the partitions."""
     if columns is None:
         return None
-    picked: list[tuple[str, Sequence[TopicPartition], list[int]]] = []
-    for column_codes, column in zip(*columns, strict=True):
-        if not column_codes:
-            return None
-        rank = column_codes[0] >> 32
-        if column_codes[-1] >> 32 != rank or not all(
-            map(lt, column_codes, islice(column_codes, 1, None))
-        ):
-            return None
-        base = rank << 32
-        numbers = list(map(sub, column_codes, repeat(base))) if base else list(column_codes)
-        picked.append((topics[rank], column, numbers))  # ranks follow the names' order
-    return _columns_by_topic(mine, picked)
+    code_columns, part_columns = columns
+    codes = list(chain.from_iterable(code_columns))
+    if not codes:
+        return None
+    width = len(code_columns)
+    if all(map(lt, codes, islice(codes, 1, None))):
+        return tuple(chain.from_iterable(part_columns)), tuple(mine) * width, _runs(codes, topics)
+    order = sorted(range(len(codes)), key=codes.__getitem__)
+    ranked = list(map(codes.__getitem__, order))
+    if not all(map(lt, ranked, islice(ranked, 1, None))):
+        return None
+    parts = list(chain.from_iterable(part_columns))
+    rows = list(mine) * width
+    return (
+        tuple(map(parts.__getitem__, order)),
+        tuple(map(rows.__getitem__, order)),
+        _runs(ranked, topics),
+    )
 
 
 def _answer(

@@ -61,15 +61,24 @@ def test_same_order_as_the_general_sort(parts: list[list[TopicPartition]], shape
 def _with_codes(
     tasks: list[TaskId], parts_of: list[tuple[TopicPartition, ...]]
 ) -> tuple[tuple[TopicPartition, ...], tuple[TaskId, ...], object]:
-    """The order given the codes a plan would hold for these partitions (``TaskTable.columns``):
-    ``_by_codes``' when it recognises the shape, else the partitions' own."""
+    """The order given the codes a plan would hold for these partitions (``TaskTable.columns``:
+    tasks of one width), ``_by_codes``' when it gives one, else the partitions' own."""
     topics = tuple(sorted({tp.topic for tps in parts_of for tp in tps}))
     codes = [tuple(topics.index(tp.topic) << 32 | tp.partition for tp in tps) for tps in parts_of]
     columns = None
     if len(set(map(len, parts_of))) == 1:
-        columns = (list(zip(*codes, strict=True)), list(zip(*parts_of, strict=True)))
-    kept = _by_codes(tasks, columns, topics)  # type: ignore[arg-type]
-    return kept if kept is not None else _in_partition_order(tasks, parts_of)
+        columns = (
+            [list(c) for c in zip(*codes, strict=True)],
+            [list(c) for c in zip(*parts_of, strict=True)],
+        )
+    kept = _by_codes(tasks, columns, topics)
+    if kept is None:  # only a partition named twice has no order from the codes
+        assert columns is None or len({tp for tps in parts_of for tp in tps}) < sum(
+            map(len, parts_of)
+        )
+        return _in_partition_order(tasks, parts_of)
+    assert [(t, n) for t, n in kept[2]] == _aiokafka_listing(kept[0])
+    return kept[0], kept[1], _in_partition_order(tasks, parts_of)[2]
 
 
 def _aiokafka_listing(partitions: tuple[TopicPartition, ...]) -> list[tuple[str, list[int]]]:
