@@ -329,14 +329,21 @@ def build_clients(
                 reported = report_of[member_id]
                 offset_sums.update(reported)
                 by_consumer[member_id] = frozenset(reported)
-        running = {task for task, offset_sum in offset_sums.items() if offset_sum == LATEST_OFFSET}
+        if set(offset_sums.values()) <= {LATEST_OFFSET}:
+            # all running (a client's own actives, no standbys): the set from the dict takes
+            # its stored hashes, where picking the running ones hashes each task in Python
+            previous_active, previous_standby = frozenset(offset_sums), _NO_TASKS
+        else:
+            running = {t for t, offset_sum in offset_sums.items() if offset_sum == LATEST_OFFSET}
+            previous_active = frozenset(running)
+            previous_standby = frozenset(offset_sums.keys() - running)
         tags = first.client_tags
         clients[process_id] = ClientState(
             process_id=process_id,
             capacity=len(consumers),
             consumers=consumers,  # sorted
-            previous_active=frozenset(running),
-            previous_standby=frozenset(offset_sums.keys() - running),
+            previous_active=previous_active,
+            previous_standby=previous_standby,
             task_lags=TaskLags(offset_sums, sums),
             previous_tasks_by_consumer=by_consumer,
             previous_active_by_consumer={},
