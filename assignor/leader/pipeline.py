@@ -26,8 +26,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import replace
-from itertools import chain
-from operator import itemgetter
+from itertools import chain, compress, repeat
+from operator import eq, itemgetter
 from types import MappingProxyType
 from typing import cast
 
@@ -333,10 +333,11 @@ def build_clients(
             # all running (a client's own actives, no standbys): the set from the dict takes
             # its stored hashes, where picking the running ones hashes each task in Python
             previous_active, previous_standby = frozenset(offset_sums), _NO_TASKS
-        else:
-            running = {t for t, offset_sum in offset_sums.items() if offset_sum == LATEST_OFFSET}
-            previous_active = frozenset(running)
-            previous_standby = frozenset(offset_sums.keys() - running)
+        else:  # the running ones picked in C (each still hashed once), the rest by set
+            previous_active = frozenset(
+                compress(offset_sums, map(eq, offset_sums.values(), repeat(LATEST_OFFSET)))
+            )
+            previous_standby = frozenset(offset_sums.keys() - previous_active)
         tags = first.client_tags
         clients[process_id] = ClientState(
             process_id=process_id,
