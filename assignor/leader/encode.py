@@ -102,8 +102,8 @@ def _host_set(
 
 
 def _runs(codes: list[int], topics: tuple[str, ...]) -> TopicRuns:
-    """Sorted ``PlannedTasks`` codes as (topic, numbers ascending) per topic: one slice per
-    topic (bounded by the plan's topics), the numbers taken in C."""
+    """Sorted ``TaskTable`` codes as (topic, numbers ascending) per topic: one slice per topic
+    (bounded by the plan's topics), the numbers taken in C."""
     runs: list[tuple[str, list[int]]] = []
     start, end = 0, len(codes)
     while start < end:
@@ -268,7 +268,7 @@ def _in_partition_order(
     one topic, the positions are sorted by partition number alone (ints, not tuples). Strictly
     ascending numbers mean no ties, so the general sort below would return the very same order;
     anything else (ties, several topics or partitions per task) takes the general sort.
-    (:func:`_by_codes` recognises the kept orders from the plan's ints, before this.)
+    (With the plan's codes, :func:`_by_codes` gives the same order from ints, before this.)
     """
     flat = list(chain.from_iterable(parts_of))
     if len(flat) == len(mine) and len(set(map(_TOPIC, flat))) == 1:
