@@ -39,26 +39,16 @@ class TaskTable:
 
     @staticmethod
     def of(layout: TaskLayout) -> TaskTable | None:
-        """The table of a plan whose tasks are all unnamed, coded and of one width; ``None``
-        otherwise (callers then look tasks up by object)."""
-        tasks = layout.tasks
-        codes = layout.partition_codes
-        if not tasks or len(codes) != len(tasks) or len(set(map(len, codes))) != 1:
+        """The table of a plan whose tasks are of one width (``TaskLayout.columns``, made by
+        ``plan_tasks`` from its own lists); ``None`` otherwise (callers then look tasks up by
+        object)."""
+        columns = layout.columns
+        if columns is None or not columns.ranks:
             return None
-        try:
-            ranks = list(map(_RANK, tasks))
-        except AttributeError:  # a named topology's tasks carry no rank
-            return None
+        ranks = columns.ranks
         places = range(len(ranks))
         place_of = None if ranks == list(places) else dict(zip(ranks, places, strict=True))
-        if place_of is not None and len(place_of) != len(ranks):
-            return None
-        return TaskTable(
-            [list(column) for column in zip(*tasks.values(), strict=True)],
-            [list(column) for column in zip(*codes, strict=True)],
-            place_of,
-            layout.code_topics,
-        )
+        return TaskTable(columns.partitions, columns.codes, place_of, columns.topics)
 
     def places(self, tasks: Iterable[TaskId]) -> list[int] | None:
         """Each task's place, in the order given; ``None`` if one is not a task of this plan."""

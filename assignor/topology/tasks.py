@@ -99,6 +99,23 @@ def changelog_partition_counts(topology: Topology, tasks: TaskPartitions) -> dic
 
 
 @dataclass(frozen=True, slots=True)
+class PlanColumns:
+    """A plan's tasks in plan order as columns of plain lists, when every task has the same
+    number of partitions (one per source topic: every topic of a subtopology as wide as its
+    widest, and as many source topics in every subtopology). ``partitions[j][i]`` is the
+    ``i``-th task's ``j``-th partition, ``codes[j][i]`` the same as ``rank << 32 | partition``
+    with ``rank`` the topic's place in ``topics`` (sorted), so sorting codes sorts partitions
+    by (topic, partition); ``ranks[i]`` is the task's ``TaskId._rank``. Made from the lists
+    the plan is built from, so the leader reads its host maps and partition orders from ints
+    and lists (``assignor.leader.task_table``) without touching a task or a partition."""
+
+    partitions: list[list[TopicPartition]]
+    codes: list[list[int]]
+    ranks: list[int]
+    topics: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class TaskLayout:
     """Everything step 3 hands to the task assignor."""
 
@@ -106,13 +123,8 @@ class TaskLayout:
     stateful: frozenset[TaskId]
     changelogs: TaskPartitions
     changelog_counts: Mapping[str, int]
-    #: each task's source partitions as ints, in the order of ``tasks``: ``rank << 32 |
-    #: partition`` with ``rank`` the topic's place in ``code_topics`` (sorted), so that sorting
-    #: the ints sorts the partitions by (topic, partition) and the leader writes its host maps
-    #: without reading a partition (``assignor.leader.cache.PlannedTasks``); empty for a layout
-    #: not made by :func:`plan_tasks`
-    partition_codes: tuple[tuple[int, ...], ...] = field(default=(), compare=False, repr=False)
-    code_topics: tuple[str, ...] = field(default=(), compare=False, repr=False)
+    #: the tasks' partitions as columns, when :func:`plan_tasks` made every task of one width
+    columns: PlanColumns | None = field(default=None, compare=False, repr=False)
 
     @property
     def stateless(self) -> frozenset[TaskId]:
@@ -133,13 +145,29 @@ def plan_tasks(topology: Topology, source_partitions: Mapping[str, int]) -> Task
     counts: dict[str, int] = {}
     sources = sorted({topic for sub in topology.subtopologies for topic in sub.source_topics})
     shifted = {topic: rank << 32 for rank, topic in enumerate(sources)}
-    codes: list[tuple[int, ...]] = []
+    columns: PlanColumns | None = None
+    uniform = True  # every subtopology's topics as wide as its widest, and as many of them
     for sub in topology.subtopologies:
         sized = _sized_sources(sub.source_topics, source_partitions)
         widest = max(count for _, count in sized)
         ids = shared_task_ids(sub.id, widest)
-        tasks.update(zip(ids, _partition_tuples(sized, widest), strict=True))
-        codes += _code_tuples(sized, widest, shifted)
+        if all(count == widest for _, count in sized):
+            # ``_partition_tuples``' tuples, zipped from the lists the columns keep
+            lists = [shared_topic_partitions(topic, widest) for topic, _ in sized]
+            tasks.update(zip(ids, zip(*lists, strict=True), strict=True))  # in C
+            if columns is None:
+                columns = PlanColumns([[] for _ in lists], [[] for _ in lists], [], tuple(sources))
+            if uniform and len(columns.partitions) == len(lists):
+                for column, made in zip(columns.partitions, lists, strict=True):
+                    column += made
+                for codes, (topic, _) in zip(columns.codes, sized, strict=True):
+                    codes += range(shifted[topic], shifted[topic] + widest)
+                columns.ranks.extend(range(sub.id << 31, (sub.id << 31) + widest))
+            else:
+                uniform = False
+        else:
+            uniform = False
+            tasks.update(zip(ids, _partition_tuples(sized, widest), strict=True))
         logs = sub.changelog_topics
         if logs:  # a stateful subtopology (Subtopology.is_stateful)
             changelogs.update(
@@ -154,8 +182,8 @@ def plan_tasks(topology: Topology, source_partitions: Mapping[str, int]) -> Task
         stateful=frozenset(changelogs),
         changelogs=changelogs,
         changelog_counts=counts,
-        partition_codes=tuple(codes) if len(codes) == len(tasks) else (),
-        code_topics=tuple(sources),
+        columns=columns if uniform and columns is not None and len(columns.ranks) == len(tasks)
+        else None,
     )
 
 
@@ -174,18 +202,8 @@ def _partition_tuples(
     ]
 
 
-def _code_tuples(
-    sized: list[tuple[str, int]], widest: int, shifted: Mapping[str, int]
-) -> list[tuple[int, ...]]:
-    """:func:`_partition_tuples` as ``TaskLayout.partition_codes`` ints (in C when every topic
-    has ``widest`` partitions)."""
-    if all(count == widest for _, count in sized):
-        starts = [shifted[topic] for topic, _ in sized]
-        return list(zip(*[range(start, start + widest) for start in starts], strict=True))
-    return [tuple([shifted[t] + p for t, n in sized if n > p]) for p in range(widest)]
-
-
 __all__ = [
+    "PlanColumns",
     "TaskLayout",
     "TaskPartitions",
     "changelog_partition_counts",
