@@ -29,8 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from itertools import compress, repeat
-from operator import attrgetter, eq, is_, sub
+from operator import is_, sub
 
 import msgpack
 
@@ -57,6 +56,7 @@ from protocol._read import (
     topic_partition,
 )
 from protocol.errors import AssignorError
+from protocol.host_partitions import TopicRuns, topic_runs
 from protocol.ids import INT32_MAX, INT64_MAX, HostInfo, TaskId, TopicPartition, task_order
 from protocol.messages import (
     HEADER_ERROR_CODE_VERSION,
@@ -70,8 +70,6 @@ from protocol.messages import (
 FIELDS = {1: 8, 2: 10, 3: 11, 4: 12}
 
 HostMap = Mapping[HostInfo, frozenset[TopicPartition]]
-_TOPIC = attrgetter("topic")
-_PARTITION = attrgetter("partition")
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,17 +135,14 @@ def host_section(info: AssignmentInfo, version: int) -> HostSection:
         "host map partitions",
         MAX_HOST_MAP_PARTITIONS,
     )
-    # Each partition's topic, read once (in the set's order): the topic dictionary, whether a
-    # host has one topic, and which of its partitions are of which topic.
-    topics_of = [
-        {host: list(map(_TOPIC, partitions)) for host, partitions in host_map.items()}
-        for host_map in host_maps
-    ]
-    topics = sorted(set().union(*(names for per in topics_of for names in per.values())))
+    # Each host's numbers per topic, read once (``protocol.host_partitions``: none read at all
+    # when the leader hands them over): the topic dictionary and the packed hosts.
+    runs_of = [{host: topic_runs(partitions) for host, partitions in host_map.items()}
+               for host_map in host_maps]
+    topics = sorted({topic for per in runs_of for runs in per.values() for topic, _ in runs})
     topic_index = {topic: index for index, topic in enumerate(topics)}
     packer = msgpack.Packer(use_bin_type=True)
-    packed = b"".join(packer.pack(_encode_hosts(hosts, topic_index, per))
-                      for hosts, per in zip(host_maps, topics_of, strict=True))
+    packed = b"".join(packer.pack(_encode_hosts(per, topic_index)) for per in runs_of)
     return HostSection(
         partitions_by_host=dict(info.partitions_by_host),
         standby_partitions_by_host=dict(info.standby_partitions_by_host) if version >= 2 else None,
@@ -244,24 +239,15 @@ def encode(info: AssignmentInfo, version: int, hosts: HostSection) -> bytes:
 
 
 def _encode_hosts(
-    host_map: HostMap, topic_index: Mapping[str, int], topics_of: Mapping[HostInfo, list[str]]
+    runs_of: Mapping[HostInfo, TopicRuns], topic_index: Mapping[str, int]
 ) -> list[list[object]]:
-    """Hosts by (host, port), each ``[host, port, [topic, p0, p1 - p0, ...], ...]``; a host
-    of one topic (``topics_of``: each partition's, in the set's order) sorts plain partition
-    numbers, one of several picks each topic's numbers (compress); all of it in C."""
+    """Hosts by (host, port), each ``[host, port, [topic, p0, p1 - p0, ...], ...]`` from its
+    numbers per topic (``runs_of``), the deltas taken in C."""
     encoded: list[list[object]] = []
-    for host in sorted(host_map, key=lambda h: (h.host, h.port)):
-        partitions, names = host_map[host], topics_of[host]
+    for host in sorted(runs_of, key=lambda h: (h.host, h.port)):
         entry: list[object] = [host.host, host.port]
-        distinct = set(names)
-        if len(distinct) == 1:
-            runs = [(topic_index[distinct.pop()], sorted(map(_PARTITION, partitions)))]
-        else:  # (the same set iterated again: the same order as ``names``)
-            numbers = list(map(_PARTITION, partitions))
-            runs = [(topic_index[t], sorted(compress(numbers, map(eq, names, repeat(t)))))
-                    for t in sorted(distinct, key=topic_index.__getitem__)]
-        for topic, numbers in runs:
-            entry.append([topic, numbers[0], *map(sub, numbers[1:], numbers)])
+        for topic, numbers in runs_of[host]:
+            entry.append([topic_index[topic], numbers[0], *map(sub, numbers[1:], numbers)])
         encoded.append(entry)
     return check_array(encoded, "hosts", MAX_HOSTS)
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from itertools import chain, repeat
-from operator import attrgetter
+from operator import and_, attrgetter, rshift
 
 import msgpack
 
@@ -80,6 +80,8 @@ _SUBTOPOLOGY_PARTITION = attrgetter("subtopology", "partition")
 _SUBTOPOLOGY = attrgetter("subtopology")
 _PARTITION = attrgetter("partition")
 _TOPIC = attrgetter("topic")
+_RANK = attrgetter("_rank")  # set on unnamed tasks only (protocol.ids)
+_PARTITION_BITS = (1 << 31) - 1
 
 
 #: msgpack's empty array: a member without standby tasks
@@ -88,6 +90,28 @@ _EMPTY_ARRAY = b"\x90"
 
 class _Fallback(Exception):
     """This answer is not the common case: the codec writes it (or refuses it)."""
+
+
+def _unnamed_task_ints(active: tuple[TaskId, ...], named: bool) -> list[int]:
+    """``[s0, p0, s1, p1, ...]`` (``[0, s0, p0, ...]`` when ``named``) of unnamed tasks, from
+    each task's rank (``TaskId._rank``: ``subtopology << 31 | partition``, read from the task's
+    own slot) rather than two fields of its ``__dict__``: one object touched per task, not two
+    (6,000 tasks of one member at 6,000 partitions over 2 instances). A task without a rank
+    (a named one, or one built without it) takes the fields' path."""
+    try:
+        ranks = list(map(_RANK, active))
+    except AttributeError:
+        if any(map(_TOPOLOGY, active)):
+            raise _Fallback from None
+        ints: Iterable[tuple[int, ...]] = map(_SUBTOPOLOGY_PARTITION, active)
+        if named:  # no named topology: 0 before each task
+            ints = zip(repeat(0), map(_SUBTOPOLOGY, active), map(_PARTITION, active))
+        return list(chain.from_iterable(ints))
+    subtopologies = map(rshift, ranks, repeat(31))
+    partitions = map(and_, ranks, repeat(_PARTITION_BITS))
+    if named:
+        return list(chain.from_iterable(zip(repeat(0), subtopologies, partitions, strict=False)))
+    return list(chain.from_iterable(zip(subtopologies, partitions, strict=True)))
 
 
 class AnswerWriter:
@@ -202,12 +226,7 @@ class AnswerWriter:
         elif active:
             # Every loop over the tasks runs in C (attrgetter, map, chain): no Python frame per
             # task. A named topology is the codec's to write.
-            if any(map(_TOPOLOGY, active)):
-                raise _Fallback
-            ints: Iterable[tuple[int, ...]] = map(_SUBTOPOLOGY_PARTITION, active)
-            if named:  # no named topology: 0 before each task
-                ints = zip(repeat(0), map(_SUBTOPOLOGY, active), map(_PARTITION, active))
-            flat = list(chain.from_iterable(ints))
+            flat = _unnamed_task_ints(active, named)
         pack = self._packer.pack
         packed_entries = _EMPTY_ARRAY
         if len(standby) == 1:  # one standby task, the common case at many consumers

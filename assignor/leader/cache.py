@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from assignor.leader.task_table import TaskTable
 from assignor.topology.model import Topology
 from assignor.topology.tasks import TaskLayout, plan_tasks
 from protocol.ids import TaskId, TopicPartition
@@ -38,13 +39,19 @@ class PlannedTasks:
     partitions_by_id: Mapping[int, tuple[TopicPartition, ...]] = field(
         default_factory=dict, compare=False, repr=False
     )
+    #: the plan's tasks by their place in it (``None`` for a plan of named topologies)
+    table: TaskTable | None = field(default=None, compare=False, repr=False)
 
 
 def planned_tasks(topology: Topology, source_partitions: Mapping[str, int]) -> PlannedTasks:
     """:func:`plan_tasks`, computed afresh."""
     layout = plan_tasks(topology, source_partitions)
     tasks = layout.tasks
-    return PlannedTasks(layout, dict(zip(map(id, tasks), tasks.values(), strict=True)))  # in C
+    return PlannedTasks(
+        layout,
+        dict(zip(map(id, tasks), tasks.values(), strict=True)),  # in C
+        TaskTable.of(layout),
+    )
 
 
 EndSums = Callable[[TaskLayout, Mapping[TopicPartition, int] | None], "dict[TaskId, int] | None"]

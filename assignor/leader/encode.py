@@ -3,13 +3,16 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Collection, Mapping, Sequence
-from itertools import chain, islice
-from operator import attrgetter, itemgetter, lt
+from itertools import chain, islice, repeat
+from operator import attrgetter, itemgetter, lt, sub
 from typing import cast
 
+from assignor.leader.cache import PlannedTasks
 from assignor.leader.decode import member_groups
 from assignor.leader.model import ByTopic, DecodedGroup, MemberResult
+from assignor.leader.task_table import TaskTable
 from assignor.placement.client_state import ClientState
 from assignor.placement.threads import ThreadAssignment
 from assignor.topology.tasks import TaskLayout
@@ -17,6 +20,7 @@ from protocol._limits import KAFKA_GROUP_RECORD_BYTES, MAX_HOST_MAP_PARTITIONS, 
 from protocol.answers import AnswerWriter
 from protocol.codec import Codec
 from protocol.errors import AssignorError
+from protocol.host_partitions import HostPartitions, TopicRuns
 from protocol.ids import HostInfo, ProcessId, TaskId, TopicPartition, trusted_model
 from protocol.messages import (
     HOST_SCOPE_VERSION,
@@ -60,23 +64,57 @@ def host_maps(
     clients: Mapping[ProcessId, ClientState],
     layout: TaskLayout,
     by_id: Mapping[int, tuple[TopicPartition, ...]] | None = None,
+    planned: PlannedTasks | None = None,
 ) -> HostMaps:
     """Source partitions of each endpoint's active and standby tasks (clients with an endpoint);
-    ``by_id`` as in :func:`partitions_of`."""
+    ``by_id`` as in :func:`partitions_of`. With ``planned`` (the layout's), each set is a
+    :class:`~protocol.host_partitions.HostPartitions` whose numbers per topic come from the
+    plan's ints, so the writer packs it without reading its partitions again."""
     active: dict[HostInfo, frozenset[TopicPartition]] = {}
     standby: dict[HostInfo, frozenset[TopicPartition]] = {}
-    known = by_id or {}
+    known = planned.partitions_by_id if planned is not None else by_id or {}
+    table = planned.table if planned is not None else None
     for client in clients.values():
         if client.host_info is None:
             continue
-        # chained in C: no Python frame per task or partition
-        active[client.host_info] = frozenset(
-            chain.from_iterable(partitions_of(client.active, layout, known))
-        )
-        standby[client.host_info] = frozenset(
-            chain.from_iterable(partitions_of(client.standby, layout, known))
-        )
+        active[client.host_info] = _host_set(client.active, layout, known, table)
+        standby[client.host_info] = _host_set(client.standby, layout, known, table)
     return active, standby
+
+
+def _host_set(
+    tasks: Collection[TaskId],
+    layout: TaskLayout,
+    known: Mapping[int, tuple[TopicPartition, ...]],
+    table: TaskTable | None,
+) -> frozenset[TopicPartition]:
+    """The partitions of ``tasks`` (chained in C: no Python frame per task or partition); with
+    the plan's ``table``, carrying their numbers per topic (from its codes, sorted as ints),
+    unless a partition repeats (a plan's tasks never share one)."""
+    places = table.places(tasks) if table is not None and tasks else None
+    if table is None or places is None:
+        return frozenset(chain.from_iterable(partitions_of(tasks, layout, known)))
+    places.sort()  # ints; then the partitions are read in the plan's (memory) order
+    codes = table.codes_of(places)
+    codes.sort()  # ascending columns: merged
+    made = HostPartitions(table.partitions_of(places), _runs(codes, table.topics))
+    return made if len(made) == len(codes) else frozenset(made)
+
+
+def _runs(codes: list[int], topics: tuple[str, ...]) -> TopicRuns:
+    """Sorted ``TaskTable`` codes as (topic, numbers ascending) per topic: one slice per topic
+    (bounded by the plan's topics), the numbers taken in C."""
+    runs: list[tuple[str, list[int]]] = []
+    start, end = 0, len(codes)
+    while start < end:
+        rank = codes[start] >> 32
+        base = rank << 32
+        stop = bisect_left(codes, base + (1 << 32), start)
+        numbers = codes[start:stop] if base == 0 else list(map(sub, islice(codes, start, stop),
+                                                               repeat(base)))
+        runs.append((topics[rank], numbers))
+        start = stop
+    return tuple(runs)
 
 
 def encode_members(
@@ -91,6 +129,7 @@ def encode_members(
     followup_consumer: str | None,
     followup_at_ms: int,
     by_id: Mapping[int, tuple[TopicPartition, ...]] | None = None,
+    planned: PlannedTasks | None = None,
 ) -> dict[str, MemberResult]:
     """One ``AssignmentInfo`` per member, its active tasks aligned with its sorted partitions.
 
@@ -107,7 +146,20 @@ def encode_members(
     # maps (most of 10,000 consumers over 1,000 tasks): built once per maps object, shared.
     idle: dict[int, MemberResult] = {}
     tasks = layout.tasks
-    known = by_id or {}
+    known = planned.partitions_by_id if planned is not None else by_id or {}
+    table = planned.table if planned is not None else None
+
+    def in_partition_order(
+        mine: Sequence[TaskId],
+    ) -> tuple[tuple[TopicPartition, ...], tuple[TaskId, ...], ByTopic | None]:
+        """:func:`_in_partition_order`, from the plan's codes alone when they tell."""
+        places = table.places(mine) if table is not None else None
+        if table is not None and places is not None:
+            ordered = _by_codes(mine, table.columns(places), table.topics)
+            if ordered is not None:
+                return ordered
+        return _in_partition_order(mine, partitions_of(mine, layout, known))
+
     results: dict[str, MemberResult] = {}
     # Members with a task (or the follow-up); every other member gets a shared idle answer.
     busy = {
@@ -184,9 +236,7 @@ def encode_members(
                 if len(partitions) == 1:  # one task of one partition: nothing to sort
                     active_tasks = (mine[0],)
                 else:
-                    partitions, active_tasks, by_topic = _in_partition_order(
-                        mine, partitions_of(mine, layout, known)
-                    )
+                    partitions, active_tasks, by_topic = in_partition_order(mine)
             standby: dict[TaskId, tuple[TopicPartition, ...]]
             if not standby_ids:
                 standby = {}
@@ -272,6 +322,7 @@ def _in_partition_order(
     one topic, the positions are sorted by partition number alone (ints, not tuples). Strictly
     ascending numbers mean no ties, so the general sort below would return the very same order;
     anything else (ties, several topics or partitions per task) takes the general sort.
+    (With the plan's codes, :func:`_by_codes` gives the same order from ints, before this.)
     """
     flat = list(chain.from_iterable(parts_of))
     if len(flat) == len(mine) and len(set(map(_TOPIC, flat))) == 1:
@@ -329,6 +380,40 @@ def _by_columns(
         tuple(chain.from_iterable(column for _, column, _ in picked)),
         tuple(mine) * width,
         tuple((topic, numbers) for topic, _, numbers in picked),
+    )
+
+
+def _by_codes(
+    mine: Sequence[TaskId],
+    columns: tuple[list[list[int]], list[list[TopicPartition]]] | None,
+    topics: tuple[str, ...],
+) -> tuple[tuple[TopicPartition, ...], tuple[TaskId, ...], ByTopic] | None:
+    """:func:`_in_partition_order` from the plan's codes (``TaskTable.columns``: the codes and
+    the partitions of each task's ``j``-th partition) instead of the partitions: the codes sort
+    as (topic, partition) do, so the general sort's order is the codes' order, read in C (the
+    codes already ascending, the usual case, are kept as they are; columns of copartitioned
+    topics are runs, merged), each partition's task its row, and aiokafka's listing the sorted
+    codes cut per topic. ``None`` when a partition appears twice (never in a plan): the caller
+    then reads the partitions."""
+    if columns is None:
+        return None
+    code_columns, part_columns = columns
+    codes = list(chain.from_iterable(code_columns))
+    if not codes:
+        return None
+    width = len(code_columns)
+    if all(map(lt, codes, islice(codes, 1, None))):
+        return tuple(chain.from_iterable(part_columns)), tuple(mine) * width, _runs(codes, topics)
+    order = sorted(range(len(codes)), key=codes.__getitem__)
+    ranked = list(map(codes.__getitem__, order))
+    if not all(map(lt, ranked, islice(ranked, 1, None))):
+        return None
+    parts = list(chain.from_iterable(part_columns))
+    rows = list(mine) * width
+    return (
+        tuple(map(parts.__getitem__, order)),
+        tuple(map(rows.__getitem__, order)),
+        _runs(ranked, topics),
     )
 
 

@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import chain
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from assignor.config import AssignorConfig
@@ -129,7 +130,7 @@ def summarize(result: LeaderResult, config: AssignorConfig) -> RebalanceSummary 
         assignor=result.assignor,
         tasks=len(layout.tasks),
         clients=len(assignment.clients),
-        moved=tuple(sorted(moved, key=task_order)),  # one key per task, compared in C
+        moved=_sorted_tasks(moved),
         placed=placed,
         warmups=sum(len(w) for w in assignment.warmups.values()),
         probing=assignment.probing_rebalance_needed,
@@ -139,6 +140,16 @@ def summarize(result: LeaderResult, config: AssignorConfig) -> RebalanceSummary 
 
 
 _NO_TASKS: frozenset[TaskId] = frozenset()
+_RANK = attrgetter("_rank")  # unnamed tasks only: Kafka's task order as one int (protocol.ids)
+
+
+def _sorted_tasks(tasks: list[TaskId]) -> tuple[TaskId, ...]:
+    """``tasks`` in ``task_order``: by their int rank, read in C, when all are unnamed (3,000
+    moved at 6,000 x 2), else one ``task_order`` key per task, compared in C."""
+    try:
+        return tuple(sorted(tasks, key=_RANK))
+    except AttributeError:
+        return tuple(sorted(tasks, key=task_order))
 
 
 def _standby_shortfalls(

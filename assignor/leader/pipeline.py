@@ -26,8 +26,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import replace
-from itertools import chain
-from operator import itemgetter
+from itertools import chain, compress, repeat
+from operator import eq, itemgetter
 from types import MappingProxyType
 from typing import cast
 
@@ -149,7 +149,7 @@ def _assign_decoded(
         followup = f"probing rebalance in {config.probing_rebalance_interval_ms} ms"
     if decoded.future_version is not None:
         followup = followup or "version probing: members rejoin on the common version"
-    hosts = host_maps(assignment.clients, layout, planned.partitions_by_id)
+    hosts = host_maps(assignment.clients, layout, planned=planned)
     try:
         members = encode_members(
             decoded,
@@ -161,7 +161,7 @@ def _assign_decoded(
             commonly_supported=common,
             followup_consumer=followup_owner,
             followup_at_ms=_deadline(group.now_ms, config.probing_rebalance_interval_ms),
-            by_id=planned.partitions_by_id,
+            planned=planned,
         )
     except ValueError as exc:  # e.g. an assignment over the payload limit: tell, don't crash
         detail = f"assignment cannot be encoded: {exc}"
@@ -329,14 +329,22 @@ def build_clients(
                 reported = report_of[member_id]
                 offset_sums.update(reported)
                 by_consumer[member_id] = frozenset(reported)
-        running = {task for task, offset_sum in offset_sums.items() if offset_sum == LATEST_OFFSET}
+        if set(offset_sums.values()) <= {LATEST_OFFSET}:
+            # all running (a client's own actives, no standbys): the set from the dict takes
+            # its stored hashes, where picking the running ones hashes each task in Python
+            previous_active, previous_standby = frozenset(offset_sums), _NO_TASKS
+        else:  # the running ones picked in C (each still hashed once), the rest by set
+            previous_active = frozenset(
+                compress(offset_sums, map(eq, offset_sums.values(), repeat(LATEST_OFFSET)))
+            )
+            previous_standby = frozenset(offset_sums.keys() - previous_active)
         tags = first.client_tags
         clients[process_id] = ClientState(
             process_id=process_id,
             capacity=len(consumers),
             consumers=consumers,  # sorted
-            previous_active=frozenset(running),
-            previous_standby=frozenset(offset_sums.keys() - running),
+            previous_active=previous_active,
+            previous_standby=previous_standby,
             task_lags=TaskLags(offset_sums, sums),
             previous_tasks_by_consumer=by_consumer,
             previous_active_by_consumer={},

@@ -12,7 +12,7 @@ loops build ids without pydantic validation (the inputs were validated once, ups
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from assignor.topology.model import Topology
 from protocol.ids import TaskId, TopicPartition, trusted_task_id, trusted_topic_partition
@@ -99,6 +99,23 @@ def changelog_partition_counts(topology: Topology, tasks: TaskPartitions) -> dic
 
 
 @dataclass(frozen=True, slots=True)
+class PlanColumns:
+    """A plan's tasks in plan order as columns of plain lists, when every task has the same
+    number of partitions (one per source topic: every topic of a subtopology as wide as its
+    widest, and as many source topics in every subtopology). ``partitions[j][i]`` is the
+    ``i``-th task's ``j``-th partition, ``codes[j][i]`` the same as ``rank << 32 | partition``
+    with ``rank`` the topic's place in ``topics`` (sorted), so sorting codes sorts partitions
+    by (topic, partition); ``ranks[i]`` is the task's ``TaskId._rank``. Made from the lists
+    the plan is built from, so the leader reads its host maps and partition orders from ints
+    and lists (``assignor.leader.task_table``) without touching a task or a partition."""
+
+    partitions: list[list[TopicPartition]]
+    codes: list[list[int]]
+    ranks: list[int]
+    topics: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class TaskLayout:
     """Everything step 3 hands to the task assignor."""
 
@@ -106,6 +123,8 @@ class TaskLayout:
     stateful: frozenset[TaskId]
     changelogs: TaskPartitions
     changelog_counts: Mapping[str, int]
+    #: the tasks' partitions as columns, when :func:`plan_tasks` made every task of one width
+    columns: PlanColumns | None = field(default=None, compare=False, repr=False)
 
     @property
     def stateless(self) -> frozenset[TaskId]:
@@ -124,11 +143,31 @@ def plan_tasks(topology: Topology, source_partitions: Mapping[str, int]) -> Task
     tasks: dict[TaskId, tuple[TopicPartition, ...]] = {}
     changelogs: dict[TaskId, tuple[TopicPartition, ...]] = {}
     counts: dict[str, int] = {}
+    sources = sorted({topic for sub in topology.subtopologies for topic in sub.source_topics})
+    shifted = {topic: rank << 32 for rank, topic in enumerate(sources)}
+    columns: PlanColumns | None = None
+    uniform = True  # every subtopology's topics as wide as its widest, and as many of them
     for sub in topology.subtopologies:
         sized = _sized_sources(sub.source_topics, source_partitions)
         widest = max(count for _, count in sized)
         ids = shared_task_ids(sub.id, widest)
-        tasks.update(zip(ids, _partition_tuples(sized, widest), strict=True))
+        if all(count == widest for _, count in sized):
+            # ``_partition_tuples``' tuples, zipped from the lists the columns keep
+            lists = [shared_topic_partitions(topic, widest) for topic, _ in sized]
+            tasks.update(zip(ids, zip(*lists, strict=True), strict=True))  # in C
+            if columns is None:
+                columns = PlanColumns([[] for _ in lists], [[] for _ in lists], [], tuple(sources))
+            if uniform and len(columns.partitions) == len(lists):
+                for column, made in zip(columns.partitions, lists, strict=True):
+                    column += made
+                for codes, (topic, _) in zip(columns.codes, sized, strict=True):
+                    codes += range(shifted[topic], shifted[topic] + widest)
+                columns.ranks.extend(range(sub.id << 31, (sub.id << 31) + widest))
+            else:
+                uniform = False
+        else:
+            uniform = False
+            tasks.update(zip(ids, _partition_tuples(sized, widest), strict=True))
         logs = sub.changelog_topics
         if logs:  # a stateful subtopology (Subtopology.is_stateful)
             changelogs.update(
@@ -139,7 +178,12 @@ def plan_tasks(topology: Topology, source_partitions: Mapping[str, int]) -> Task
     # The stateful tasks are exactly the changelog map's keys: a set made from a dict takes
     # the hashes the dict stored (``TaskId.__hash__`` is a Python call, 6,000 per plan).
     return TaskLayout(
-        tasks=tasks, stateful=frozenset(changelogs), changelogs=changelogs, changelog_counts=counts
+        tasks=tasks,
+        stateful=frozenset(changelogs),
+        changelogs=changelogs,
+        changelog_counts=counts,
+        columns=columns if uniform and columns is not None and len(columns.ranks) == len(tasks)
+        else None,
     )
 
 
@@ -159,6 +203,7 @@ def _partition_tuples(
 
 
 __all__ = [
+    "PlanColumns",
     "TaskLayout",
     "TaskPartitions",
     "changelog_partition_counts",

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from assignor.leader.encode import _in_partition_order
+from assignor.leader.encode import _by_codes, _in_partition_order
 from protocol.ids import TaskId, TopicPartition
 
 _PARTS = st.lists(
@@ -54,6 +54,31 @@ def test_same_order_as_the_general_sort(parts: list[list[TopicPartition]], shape
     assert (partitions, ordered) == _general(tasks, parts_of)
     if by_topic is not None:  # aiokafka's listing of the same partitions, when given
         assert [(t, n) for t, n in by_topic] == _aiokafka_listing(partitions)
+    # with the plan's codes of the same partitions (shapes recognised from ints): the same
+    assert _with_codes(tasks, parts_of) == (partitions, ordered, by_topic)
+
+
+def _with_codes(
+    tasks: list[TaskId], parts_of: list[tuple[TopicPartition, ...]]
+) -> tuple[tuple[TopicPartition, ...], tuple[TaskId, ...], object]:
+    """The order given the codes a plan would hold for these partitions (``TaskTable.columns``:
+    tasks of one width), ``_by_codes``' when it gives one, else the partitions' own."""
+    topics = tuple(sorted({tp.topic for tps in parts_of for tp in tps}))
+    codes = [tuple(topics.index(tp.topic) << 32 | tp.partition for tp in tps) for tps in parts_of]
+    columns = None
+    if len(set(map(len, parts_of))) == 1:
+        columns = (
+            [list(c) for c in zip(*codes, strict=True)],
+            [list(c) for c in zip(*parts_of, strict=True)],
+        )
+    kept = _by_codes(tasks, columns, topics)
+    if kept is None:  # only a partition named twice has no order from the codes
+        assert columns is None or len({tp for tps in parts_of for tp in tps}) < sum(
+            map(len, parts_of)
+        )
+        return _in_partition_order(tasks, parts_of)
+    assert [(t, n) for t, n in kept[2]] == _aiokafka_listing(kept[0])
+    return kept[0], kept[1], _in_partition_order(tasks, parts_of)[2]
 
 
 def _aiokafka_listing(partitions: tuple[TopicPartition, ...]) -> list[tuple[str, list[int]]]:
@@ -93,3 +118,11 @@ def test_two_columns_of_one_topic_interleave_as_the_general_sort_does() -> None:
     partitions, ordered, _ = _in_partition_order(tasks, parts_of)
     assert (partitions, ordered) == _general(tasks, parts_of)
     assert [tp.partition for tp in partitions] == [0, 1, 2, 3, 4, 5]
+    assert _with_codes(tasks, parts_of)[:2] == (partitions, ordered)
+
+
+def test_codes_of_copartitioned_topics_give_the_columns_by_topic() -> None:
+    parts_of = [(TopicPartition("b", n), TopicPartition("a", n)) for n in (0, 3, 5)]
+    tasks = [TaskId(0, n) for n in (0, 3, 5)]
+    assert _with_codes(tasks, parts_of) == _in_partition_order(tasks, parts_of)
+    assert _with_codes(tasks, parts_of)[2] == (("a", [0, 3, 5]), ("b", [0, 3, 5]))

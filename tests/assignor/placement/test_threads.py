@@ -255,9 +255,11 @@ def test_the_int_rank_sorts_as_kafka_compares(
     ),
     st.sampled_from([100, -3]),
     st.integers(0, 2**32),
+    st.booleans(),
+    st.booleans(),
 )
 def test_a_reporting_threads_previous_tasks_are_ordered_as_the_client_orders_them(
-    reports: dict[tuple[int, int], int], end: int, seed: int
+    reports: dict[tuple[int, int], int], end: int, seed: int, running: bool, unlisted: bool
 ) -> None:
     """``distribute_client_tasks`` orders a thread's reported tasks by (lag, task) itself when
     the leader passes its stateful set: the order ``ClientState.prev_tasks_by_lag`` gives, with
@@ -271,9 +273,10 @@ def test_a_reporting_threads_previous_tasks_are_ordered_as_the_client_orders_the
     rng = random.Random(seed)
     stateful = frozenset(TaskId(s, p) for s in (0, 1) for p in range(31))  # 2_x is stateless
     end_sums = {task: rng.choice([end, end, 7]) for task in stateful}
-    offsets = {TaskId(s, p): value for (s, p), value in reports.items()}
-    # a task the thread lists without a sum of its own (another thread's report won, say)
-    held = frozenset(offsets) | {TaskId(0, 30), TaskId(1, 29)}
+    offsets = {TaskId(s, p): -2 if running else value for (s, p), value in reports.items()}
+    # (``running``: every sum says "running", the client's actives taken back) and, with
+    # ``unlisted``, a task the thread lists without a sum of its own
+    held = frozenset(offsets) | ({TaskId(0, 30), TaskId(1, 29)} if unlisted else set())
     client = ClientState(
         ProcessId.for_int(1), 2, consumers=("a", "b"), task_lags=TaskLags(offsets, end_sums),
         previous_tasks_by_consumer={"a": held, "b": frozenset()},

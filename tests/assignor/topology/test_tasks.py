@@ -106,6 +106,19 @@ def test_grouper_properties(case: tuple[Topology, dict[str, int]]) -> None:
     sources = sized.source_partitions
     layout = plan_tasks(topology, sources)
     assert list(layout.tasks) == sorted(layout.tasks)
+    # the columns, when every task is of one width: each task's partitions, codes and rank
+    columns = layout.columns
+    widths = set(map(len, layout.tasks.values()))
+    assert (columns is not None) == (len(widths) == 1)
+    if columns is not None:
+        topics = columns.topics
+        assert list(topics) == sorted(topics)
+        for i, (task, partitions) in enumerate(layout.tasks.items()):
+            assert [column[i] for column in columns.partitions] == list(partitions)
+            assert [(topics[c[i] >> 32], c[i] & (2**32 - 1)) for c in columns.codes] == [
+                (tp.topic, tp.partition) for tp in partitions
+            ]
+            assert columns.ranks[i] == task._rank
     for sub in topology.subtopologies:
         mine = {t: ps for t, ps in layout.tasks.items() if t.subtopology == sub.id}
         widest = max(sources[topic] for topic in sub.source_topics)

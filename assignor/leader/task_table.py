@@ -1,0 +1,82 @@
+"""A plan's tasks by their place in it, found from each task's rank: partitions and int codes.
+
+Steps 6 and 7 look up, for every assigned task, its partitions and (for the host maps and a
+member's partition order) its partitions' numbers. By the 6,000 tasks of 6,000 partitions over 2
+instances, what those look-ups cost is not the look-up but memory: a ``dict`` keyed by the task
+objects' ids touches the stored key and the value tuple of every task, and reading a
+``TopicPartition``'s topic and number touches its own ``__dict__``, each an object no step touched
+lately (100-400 ns apiece on a busy machine). Here a task is found by the one int it carries in
+its own slot (``TaskId._rank``, Kafka's task order), which for the usual plan (subtopology 0 alone,
+or several) is its place in the plan or one look-up away, and at that place two flat lists hold
+what the plan knows: the partitions, and their ``TaskLayout.partition_codes``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from itertools import chain
+from operator import attrgetter
+from typing import cast
+
+from assignor.topology.tasks import TaskLayout
+from protocol.ids import TaskId, TopicPartition
+
+_RANK = attrgetter("_rank")  # unnamed tasks only: (subtopology << 31) | partition, in C
+
+
+@dataclass(frozen=True, slots=True)
+class TaskTable:
+    """One plan's tasks in plan order, every task of the same number of partitions (one per
+    source topic of its subtopology, the usual plan) kept as columns: ``partitions[j][i]`` and
+    ``codes[j][i]`` are the ``j``-th partition of the ``i``-th task and its code."""
+
+    partitions: list[list[TopicPartition]]
+    codes: list[list[int]]
+    #: rank -> place; ``None`` when the ranks are the places (the tasks are ``0_0 .. 0_(n-1)``)
+    place_of: Mapping[int, int] | None
+    topics: tuple[str, ...]
+
+    @staticmethod
+    def of(layout: TaskLayout) -> TaskTable | None:
+        """The table of a plan whose tasks are of one width (``TaskLayout.columns``, made by
+        ``plan_tasks`` from its own lists); ``None`` otherwise (callers then look tasks up by
+        object)."""
+        columns = layout.columns
+        if columns is None or not columns.ranks:
+            return None
+        ranks = columns.ranks
+        places = range(len(ranks))
+        place_of = None if ranks == list(places) else dict(zip(ranks, places, strict=True))
+        return TaskTable(columns.partitions, columns.codes, place_of, columns.topics)
+
+    def places(self, tasks: Iterable[TaskId]) -> list[int] | None:
+        """Each task's place, in the order given; ``None`` if one is not a task of this plan."""
+        try:
+            ranks = list(map(_RANK, tasks))
+        except AttributeError:
+            return None
+        if self.place_of is None:
+            if ranks and max(ranks) >= len(self.codes[0]):
+                return None
+            return ranks
+        found = list(map(self.place_of.get, ranks))
+        return None if None in found else cast(list[int], found)
+
+    def partitions_of(self, places: list[int]) -> Iterable[TopicPartition]:
+        """The partitions of the tasks at ``places``, column after column."""
+        return chain.from_iterable(map(column.__getitem__, places) for column in self.partitions)
+
+    def codes_of(self, places: list[int]) -> list[int]:
+        """Their codes, in the same order (each column's ascending when ``places`` is)."""
+        return list(chain.from_iterable(map(column.__getitem__, places) for column in self.codes))
+
+    def columns(self, places: list[int]) -> tuple[list[list[int]], list[list[TopicPartition]]]:
+        """The codes and the partitions of the tasks at ``places``, column by column."""
+        return (
+            [list(map(column.__getitem__, places)) for column in self.codes],
+            [list(map(column.__getitem__, places)) for column in self.partitions],
+        )
+
+
+__all__ = ["TaskTable"]

@@ -1,0 +1,35 @@
+"""The leader's host-map sets built with the plan's codes: the same sets as from the partitions,
+carrying exactly the numbers per topic the writer would read from them."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from assignor.leader.cache import planned_tasks
+from assignor.leader.encode import _host_set
+from assignor.testing import sized_topologies
+from assignor.topology.internal_topics import InternalTopics, size_internal_topics
+from assignor.topology.model import Topology
+from protocol.host_partitions import HostPartitions, topic_runs
+
+
+@given(sized_topologies(max_partitions=12), st.data())
+def test_host_sets_from_codes(case: tuple[Topology, dict[str, int]], data: st.DataObject) -> None:
+    topology, counts = case
+    sized = size_internal_topics(topology, counts)
+    if not isinstance(sized, InternalTopics):
+        return
+    planned = planned_tasks(topology, sized.source_partitions)
+    layout = planned.layout
+    tasks = data.draw(st.frozensets(st.sampled_from(list(layout.tasks))))
+    plain = frozenset(tp for task in tasks for tp in layout.tasks[task])
+    if planned.table is None:  # only a plan whose tasks differ in width has none
+        assert len(set(map(len, layout.tasks.values()))) > 1
+        return
+    made = _host_set(tasks, layout, planned.partitions_by_id, planned.table)
+    assert made == plain
+    if tasks:
+        assert type(made) is HostPartitions
+        assert made.runs == topic_runs(frozenset(made))  # what the writer would have read
+    assert _host_set(tasks, layout, planned.partitions_by_id, None) == plain

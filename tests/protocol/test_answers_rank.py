@@ -1,0 +1,33 @@
+"""The answer writer reads an unnamed task's ints from its rank slot (``TaskId._rank``); a task
+without one is written from its fields, as the codec writes it."""
+
+from __future__ import annotations
+
+import pytest
+
+from protocol import AssignmentInfo, Codec, TaskId
+from protocol.answers import AnswerWriter
+from protocol.codec import LATEST_VERSION
+from tests.protocol.test_answers import _maps, _outcome
+
+
+@pytest.mark.parametrize("version", range(1, LATEST_VERSION + 1))
+def test_tasks_without_a_rank_are_written_from_their_fields(version: int) -> None:
+    """The writer reads unnamed tasks' ints from their rank; a task built without one (by
+    ``model_construct``) or of a named topology is written from its fields, as the codec does."""
+    active, standby = _maps()
+    ranked = (TaskId(0, 3), TaskId(1, 0), TaskId(0, 1))
+    bare = tuple(TaskId.model_construct(subtopology=t.subtopology, partition=t.partition,
+                                        topology=None) for t in ranked)
+    named = tuple(TaskId(t.subtopology, t.partition, topology="named") for t in ranked)
+    writer = AnswerWriter(Codec(), version)
+    for tasks in (ranked, bare, named):
+        info = AssignmentInfo.model_construct(
+            version=version, commonly_supported_version=version, active_tasks=tasks,
+            partitions_by_host=active, standby_partitions_by_host=standby,
+        )
+        expected = _outcome(lambda i: Codec().encode_assignment(i, version=version), info)
+        assert _outcome(writer.encode, info) == expected
+        if tasks is bare:  # the same bytes as the same tasks with their rank
+            with_rank = info.model_copy(update={"active_tasks": ranked})
+            assert expected == _outcome(writer.encode, with_rank)
