@@ -82,6 +82,12 @@ def host_maps(
     return active, standby
 
 
+#: Up to this many tasks, a host's set and a member's partition order are read from the tasks'
+#: partitions directly: the plan's codes pay only past a few (at 1,000 members of one task each
+#: they took the host maps from 2.5 to 10.7 ms and the answers from 31 to 47 ms).
+_FEW_TASKS = 4
+
+
 def _host_set(
     tasks: Collection[TaskId],
     layout: TaskLayout,
@@ -91,7 +97,7 @@ def _host_set(
     """The partitions of ``tasks`` (chained in C: no Python frame per task or partition); with
     the plan's ``table``, carrying their numbers per topic (from its codes, sorted as ints),
     unless a partition repeats (a plan's tasks never share one)."""
-    places = table.places(tasks) if table is not None and tasks else None
+    places = table.places(tasks) if table is not None and len(tasks) > _FEW_TASKS else None
     if table is None or places is None:
         return frozenset(chain.from_iterable(partitions_of(tasks, layout, known)))
     places.sort()  # ints; then the partitions are read in the plan's (memory) order
@@ -153,7 +159,7 @@ def encode_members(
         mine: Sequence[TaskId],
     ) -> tuple[tuple[TopicPartition, ...], tuple[TaskId, ...], ByTopic | None]:
         """:func:`_in_partition_order`, from the plan's codes alone when they tell."""
-        places = table.places(mine) if table is not None else None
+        places = table.places(mine) if table is not None and len(mine) > _FEW_TASKS else None
         if table is not None and places is not None:
             ordered = _by_codes(mine, table.columns(places), table.topics)
             if ordered is not None:
