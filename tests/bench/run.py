@@ -80,7 +80,7 @@ BIG_POINT_CAP_S = 150.0  # each, in the growth budget: past it the point says 'd
 OLDER_TIMEOUT_S = 180.0  # each older bench: about 10-40 s on a quiet machine
 #: bench_sweep runs four sweeps of the medium mix (a fresh JVM each): about 4-5 minutes
 SWEEP_TIMEOUT_S = 480.0
-FULL_BUDGET_S = {"peers": 600.0, "java": 300.0, "growth": 480.0}
+FULL_BUDGET_S = {"peers": 780.0, "java": 300.0, "growth": 480.0}
 QUICK_BUDGET_S = {"peers": 150.0, "java": 60.0, "growth": 60.0}
 
 
