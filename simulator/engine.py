@@ -375,15 +375,14 @@ class Replay:
         coordinator = self.coordinator
         if coordinator.state(group) is not GroupState.STABLE:
             return False
-        generation = coordinator.generation(group)
-        if not all(m.stable and m.generation == generation for m in live):
+        ids = self._roster.stable_ids(live, coordinator.generation(group))
+        if ids is None or not coordinator.has_members(group, ids):
             return False
-        if set(coordinator.members(group)) != {m.member_id for m in live}:
+        self.advance()  # (a no-op in the settle loop, which has just advanced)
+        if not self.state.owned_caught_up():  # first: while tasks restore, it is the answer
             return False
-        if any(h.followup_pending for sim in self.sims.values() for h in sim.hosted if sim.up):
-            return False
-        self.advance()
-        return self.state.owned_caught_up()
+        return not any(h.followup_pending for sim in self.sims.values() for h in sim.hosted
+                       if sim.up)
 
     def generations(self) -> int:
         return len([r for r in self.journal.records if r.group_id == self.topology.application_id])

@@ -262,9 +262,12 @@ async def crash_all(members: Iterable[ShimMember]) -> None:
     other, each stop's 40 loop turns added up; gathered, each turn still stepped one coroutine
     per member (a cold start of 400 members spent more in these turns than in ``assign()``)."""
     running = [member for member in members if member.running]
-    for _ in range(_YIELDS):
-        await asyncio.sleep(0)
-    if running and _all_at_rest(running):
+    at_rest = bool(running) and _all_at_rest(running)
+    if not at_rest:  # (at rest, with nothing else to run, the loop's turns would run nothing)
+        for _ in range(_YIELDS):
+            await asyncio.sleep(0)
+        at_rest = bool(running) and _all_at_rest(running)
+    if at_rest:
         for member in running:
             member.crash_at_rest()
         return

@@ -28,18 +28,39 @@ class Roster:
         self._version = 0
         self._live: tuple[int, list[ShimMember]] | None = None
         self._armed: tuple[list[ShimMember], list[asyncio.Future[Any]]] | None = None
+        #: bumped at every change the roster hears of (a member's or a process's)
+        self._changes = 0
+        self._stable: tuple[int, list[ShimMember], int, frozenset[str] | None] | None = None
 
     def changed(self) -> None:
         """A process started, stopped or got new members: the running list is stale."""
         self._version += 1
+        self._changes += 1
 
     def member_changed(self, member: ShimMember) -> None:
         """Every member's ``on_change``: its status or generation changed. The running list
         is stale only when the member stopped running (left, crashed, failed: statuses it never
         comes back from; a member starts running, and joins the list, through ``changed``)."""
+        self._changes += 1
         if not member.running:
             self._version += 1
         self._watch.notify(member)
+
+    def stable_ids(self, live: list[ShimMember], generation: int) -> frozenset[str] | None:
+        """The member ids of ``live`` if every one of them is stable on ``generation``, else
+        None; kept until the roster hears of a change. A member's ``stable``, ``generation``
+        and ``member_id`` move only while it joins, and it reports (``on_change``) when it
+        starts joining, when it is stable again and when a heartbeat resets it, so between two
+        reports the answer stands (the settle loop asked every member at every wake-up while a
+        group of 400 restored its state)."""
+        cached = self._stable
+        if (cached is not None and cached[0] == self._changes and cached[1] is live
+                and cached[2] == generation):
+            return cached[3]
+        ids = (frozenset(m.member_id for m in live)
+               if all(m.stable and m.generation == generation for m in live) else None)
+        self._stable = (self._changes, live, generation, ids)
+        return ids
 
     def live(self) -> list[ShimMember]:
         """The running members of the processes that are up, in process and thread order

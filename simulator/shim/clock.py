@@ -195,8 +195,9 @@ class _ReadyHandle(asyncio.Handle):
     """asyncio's ``Handle`` for the virtual loop's ``call_soon``, built without asyncio's
     debug-mode bookkeeping (a virtual loop runs the shim's own callbacks on one thread; its
     ``call_at`` leaves the same checks out). Every task step and future callback of a replay is
-    one of these: a cold start of 400 members queues 2,041 (2,840 before a
-    member awaited its answer future directly: see docs/shim.md, *Answers*)."""
+    one of these: a cold start of 400 members queues 1,622 (2,840 before a
+    member awaited its answer future directly, docs/shim.md *Answers*; 2,041 before the
+    heartbeat starts of one step shared a handle)."""
 
     __slots__ = ()
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 
 from simulator.shim.errors import ErrorCode
 from simulator.shim.group import NONE, CoordinatorConfig, Group, GroupState, Member
@@ -68,6 +69,13 @@ class GroupCoordinator(RebalancePhases):
     def members(self, group_id: str) -> tuple[str, ...]:
         group = self._groups.get(group_id)
         return tuple(group.members) if group is not None else ()
+
+    def has_members(self, group_id: str, member_ids: AbstractSet[str]) -> bool:
+        """Whether the group's members are exactly ``member_ids`` (``set(members(group_id)) ==
+        member_ids``, compared in place)."""
+        group = self._groups.get(group_id)
+        return (group.members.keys() == member_ids if group is not None
+                else not member_ids)
 
     def static_members(self, group_id: str) -> dict[str, str]:
         """``group.instance.id`` -> current member id."""

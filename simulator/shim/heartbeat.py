@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import weakref
 from typing import TYPE_CHECKING, Any
 
 from simulator.shim.clock import Timer
@@ -59,8 +60,8 @@ class Heartbeats:
         if member.latency_ms[1] > 0:
             self._task = self._loop.create_task(self._coroutine(),
                                                 name=f"heartbeat-{member.name}")
-        else:  # where the task's first step would run
-            self._step = self._loop.call_soon(self._first)
+        else:  # where the task's first step would run: with the other starts not yet run
+            self._step = _start_batch(self._loop, self)
 
     async def stop(self) -> None:
         """Stop beating; returns when a cancelled heartbeat task would have ended."""
@@ -197,6 +198,42 @@ class Heartbeats:
                 fail(member, failure)
                 return
             pause = max(0.0, interval - (clock.time() - sent)) if ok else backoff
+
+
+#: per loop, the heartbeats whose first step is queued in one handle that has not run yet
+_FIRSTS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop,
+                                   tuple[asyncio.Handle, list[Heartbeats]]] = (
+    weakref.WeakKeyDictionary())
+
+
+def _start_batch(loop: asyncio.AbstractEventLoop, heartbeats: Heartbeats) -> asyncio.Handle:
+    """Queue ``heartbeats``' first step: in the loop handle of the starts not yet run, if there
+    is one, else in a new one (returned either way: the step's marker). A rebalance's members
+    start their heartbeats together (each when its SyncGroup answer arrives, the answers of one
+    generation queued back to back), and a handle per member cost a quarter of a cold start's
+    loop handles. The batch runs the first steps in start order, where its first member's own
+    handle would have run: a later member's step moves ahead of what was queued between its
+    start and the batch's (the members' ``stand`` touches only the coordinator's leases and
+    session timers)."""
+    queued = _FIRSTS.get(loop)
+    if queued is None:
+        queued = _FIRSTS[loop] = (loop.call_soon(_run_firsts, loop), [])
+    queued[1].append(heartbeats)
+    return queued[0]
+
+
+def _run_firsts(loop: asyncio.AbstractEventLoop) -> None:
+    """The batch's first steps, in start order; one's exception is reported as the loop reports
+    a handle's, and the others still run."""
+    _, batch = _FIRSTS.pop(loop)
+    for heartbeats in batch:
+        try:
+            heartbeats._first()
+        except Exception as error:  # what Handle._run does with a callback's exception
+            loop.call_exception_handler({
+                "message": f"Exception in heartbeat start {heartbeats._first!r}",
+                "exception": error,
+            })
 
 
 def heartbeat_request(member: ShimMember) -> HeartbeatRequest:
