@@ -41,6 +41,11 @@ class PlannedTasks:
     )
     #: the plan's tasks by their place in it (``None`` for a plan of named topologies)
     table: TaskTable | None = field(default=None, compare=False, repr=False)
+    #: each task's packed standby entry by place, per topic dictionary and naming
+    #: (``assignor.leader.packed_standby``, filled on first use)
+    packed_standby: dict[tuple[tuple[tuple[str, int], ...], bool], list[bytes | None]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
 
 def planned_tasks(topology: Topology, source_partitions: Mapping[str, int]) -> PlannedTasks:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from protocol import AssignmentInfo, Codec, TaskId, TopicPartition
-from protocol.answers import AnswerWriter, _ranked_standby_entries
+from protocol._answer_ints import ranked_standby_entries
+from protocol.answers import AnswerWriter
 from protocol.codec import LATEST_VERSION
 from tests.protocol.test_answers import _maps, _outcome
 
@@ -54,6 +55,6 @@ def test_standby_entries_of_ranked_tasks_are_the_codecs(version: int) -> None:
         assert isinstance(expected, str) == (TaskId(0, 7) in active_tasks)
     # the entries really come from the ranked path, in task order
     index = {name: at for at, name in enumerate(sorted({"a", "b"}))}
-    entries = _ranked_standby_entries(standby_tasks, (), index, named=False)
+    entries = ranked_standby_entries(standby_tasks, (), index, named=False)
     assert entries == [(0, 0, index[topic], 0), (0, 3, index[topic], 3), (0, 7, index[topic], 7),
                        (1, 2, index[topic], 2), (2, 5, index[topic], 5)]
