@@ -254,7 +254,8 @@ def encode_members(
                 parts = find(id(only)) or tasks[only]
                 standby = {only: parts if len(parts) < 2 else tuple(sorted(parts))}
             else:
-                standby = standby_map(standby_ids, partitions_of(standby_ids, layout, known))
+                found = partitions_of(standby_ids, layout, known)
+                standby = standby_map(standby_ids, found, planned)
             # ``_answer`` inlined: 2,000 calls of eight arguments were a tenth of the step.
             answer_info = trusted_model(
                 AssignmentInfo,

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from itertools import repeat
-from operator import and_, attrgetter, rshift
+from operator import and_, attrgetter, is_, rshift
 from typing import Final
 
 import msgpack
@@ -80,12 +80,20 @@ def standby_packed(
 
 
 def standby_map(
-    tasks: Sequence[TaskId], partitions: list[tuple[TopicPartition, ...]]
+    tasks: Sequence[TaskId],
+    partitions: list[tuple[TopicPartition, ...]],
+    planned: PlannedTasks | None = None,
 ) -> dict[TaskId, tuple[TopicPartition, ...]]:
     """A member's standby tasks with their partitions (``partitions[i]`` of ``tasks[i]``),
-    each task's sorted: zipped in C when every task has one partition (the usual plan)."""
+    each task's sorted: zipped in C when every task has one partition (the usual plan), or
+    when ``planned`` holds every task's sorted tuple (``PlannedTasks.sorted_by_id``)."""
     if set(map(len, partitions)) == {1}:
         return dict(zip(tasks, partitions, strict=True))
+    ordered = planned.sorted_by_id if planned is not None else None
+    if ordered:
+        found = list(map(ordered.get, map(id, tasks)))
+        if not any(map(is_, found, repeat(None))):
+            return dict(zip(tasks, found, strict=True))  # type: ignore[arg-type]
     return {
         task: parts if len(parts) < 2 else tuple(sorted(parts))
         for task, parts in zip(tasks, partitions, strict=True)

@@ -74,3 +74,26 @@ def test_what_the_plan_cannot_tell_is_left_to_the_writer() -> None:
     bare = [TaskId.model_construct(subtopology=0, partition=p, topology=None) for p in (1, 2)]
     assert standby_packed(planned, bare, (), index, False) is None
     assert standby_packed(planned, [TaskId(0, 1), TaskId(0, 999)], (), index, False) is None
+
+
+@pytest.mark.parametrize("names", [["events", "clicks"], ["clicks", "events"],
+                                   ["views", "events", "clicks"]])
+def test_standby_maps_list_each_tasks_partitions_sorted(names: list[str]) -> None:
+    """With the plan's sorted tuples (a permutation of its columns, or its own tuples when
+    already in order), a member's standby map is the one sorting each task's partitions."""
+    builder = TopologyBuilder("app")
+    builder.add_source("source", *names)
+    builder.add_processor("count", "source").add_state_store("counts", "count")
+    builder.copartition(*names)
+    planned = planned_tasks(builder.build(), dict.fromkeys(names, 12))
+    assert planned.sorted_by_id is not None
+    tasks = list(planned.layout.tasks)
+    mine = tasks[::3]
+    found = partitions_of(mine, planned.layout, planned.partitions_by_id)
+    expected = {task: tuple(sorted(parts)) for task, parts in zip(mine, found, strict=True)}
+    made = standby_map(mine, found, planned)
+    assert made == expected
+    assert list(made) == mine
+    # a task that is not one of the plan's objects: sorted one by one, the same map
+    copies = [TaskId(t.subtopology, t.partition) for t in mine]
+    assert standby_map(copies, found, planned) == expected
