@@ -105,7 +105,7 @@ def _host_set(
     places.sort()  # ints; then the partitions are read in the plan's (memory) order
     codes = table.codes_of(places)
     codes.sort()  # ascending columns: merged
-    made = HostPartitions(table.partitions_of(places), _runs(codes, table.topics))
+    made = HostPartitions(table.partition_set(places), _runs(codes, table.topics))
     return made if len(made) == len(codes) else frozenset(made)
 
 
