@@ -63,6 +63,8 @@ def standby_packed(
         return None
     if not active_ranks.isdisjoint(ranks):
         return None  # both active and standby: the writer refuses it as the codec does
+    if len(set(ranks)) < len(ranks):
+        return None  # a task twice (never from the leader): the map holds it once
     places = ranks if table.place_of is None else list(map(table.place_of.get, ranks))
     if table.place_of is None:
         if ranks[-1] >= len(table.codes[0]):

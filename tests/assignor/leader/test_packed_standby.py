@@ -66,6 +66,7 @@ def test_what_the_plan_cannot_tell_is_left_to_the_writer() -> None:
     # a task both standby and active, one task only, a topic the maps do not name, no index
     assert standby_packed(planned, tasks[:3], (tasks[1],), index, False) is None
     assert standby_packed(planned, tasks[:1], (), index, False) is None
+    assert standby_packed(planned, [tasks[0], tasks[1], tasks[0]], (), index, False) is None
     assert standby_packed(planned, tasks[:3], (), {"clicks": 0}, False) is None
     assert standby_packed(planned, tasks[:3], (), None, False) is None
     # a named task, a task without its rank, a task of no partition of this plan
