@@ -38,7 +38,7 @@ class TaskTable:
     #: rank -> place; ``None`` when the ranks are the places (the tasks are ``0_0 .. 0_(n-1)``)
     place_of: Mapping[int, int] | None
     topics: tuple[str, ...]
-    #: each task's partitions as a set, by place (made on first use, up to ``MAX_SET_TASKS``)
+    #: each task's partitions as a set, by place (:meth:`keep_sets`)
     sets: list[frozenset[TopicPartition]] = field(default_factory=list, repr=False)
 
     @staticmethod
@@ -71,18 +71,24 @@ class TaskTable:
         """The partitions of the tasks at ``places``, column after column."""
         return chain.from_iterable(map(column.__getitem__, places) for column in self.partitions)
 
-    def partition_set(self, places: list[int]) -> set[TopicPartition] | frozenset[TopicPartition]:
-        """The partitions of the tasks at ``places`` as one set. Why not a set of
-        :meth:`partitions_of`: that hashes every partition again (``TopicPartition.__hash__``
+    def keep_sets(self) -> None:
+        """Make each task's partition set, once per plan (plans of at most ``MAX_SET_TASKS``
+        tasks, about 200 bytes a task), for :meth:`partition_set`. The leader asks for them
+        when its host maps read every task twice (actives and standbys), so making them
+        costs no more than hashing every partition once more, and every later rebalance of the
+        plan reads them as they are; a rebalance without standbys leaves them unmade."""
+        if not self.sets and len(self.codes[0]) <= MAX_SET_TASKS:
+            self.sets.extend(map(frozenset, zip(*self.partitions, strict=True)))
+
+    def partition_set(self, places: list[int]) -> Iterable[TopicPartition]:
+        """The partitions of the tasks at ``places``, for a set to be made of: with the tasks'
+        sets kept (:meth:`keep_sets`), their union, which takes the hashes they keep, in C
+        (a set of :meth:`partitions_of` hashes every partition again: ``TopicPartition.__hash__``
         is a Python method, 4,000 calls per rebalance for the host maps of 1,000 tasks over two
-        copartitioned topics with a standby); a union of the tasks' own sets takes the hashes
-        they keep, in C. The tasks' sets are made once per plan, for plans of at most
-        ``MAX_SET_TASKS`` tasks (about 200 bytes each); a larger plan hashes as before."""
+        copartitioned topics with a standby); otherwise :meth:`partitions_of`."""
         sets = self.sets
         if not sets:
-            if len(self.codes[0]) > MAX_SET_TASKS:
-                return frozenset(self.partitions_of(places))
-            sets.extend(map(frozenset, zip(*self.partitions, strict=True)))
+            return self.partitions_of(places)
         return set().union(*map(sets.__getitem__, places))
 
     def codes_of(self, places: list[int]) -> list[int]:

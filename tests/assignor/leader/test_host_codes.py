@@ -44,8 +44,8 @@ def test_host_sets_from_codes(case: tuple[Topology, dict[str, int]], data: st.Da
 def test_partition_sets_with_and_without_the_tasks_sets(
     cap: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``TaskTable.partition_set`` is the set of the tasks' partitions, whether the plan keeps
-    each task's set (a union of them) or is over ``MAX_SET_TASKS`` (the partitions hashed)."""
+    """``TaskTable.partition_set`` holds the tasks' partitions, whether the plan keeps each
+    task's set (a union of them) or not (not asked yet, or over ``MAX_SET_TASKS``)."""
     monkeypatch.setattr(task_table, "MAX_SET_TASKS", cap)
     builder = TopologyBuilder("app")
     builder.add_source("source", "events", "clicks")
@@ -55,5 +55,8 @@ def test_partition_sets_with_and_without_the_tasks_sets(
     table = planned.table
     assert table is not None
     places = list(range(0, 30, 4))
-    assert table.partition_set(places) == frozenset(table.partitions_of(places))
+    expected = frozenset(table.partitions_of(places))
+    assert frozenset(table.partition_set(places)) == expected  # no sets kept yet
+    table.keep_sets()
     assert len(table.sets) == (30 if cap else 0)
+    assert frozenset(table.partition_set(places)) == expected
