@@ -15,13 +15,15 @@ handed to ``Codec.encode_assignment`` itself, which writes it or raises as it al
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from itertools import chain, repeat
-from operator import and_, attrgetter, rshift
+from itertools import chain
+from operator import attrgetter
 
 import msgpack
 
+from protocol._answer_ints import Fallback as _Fallback
+from protocol._answer_ints import ranked_standby_entries, unnamed_task_ints
 from protocol._assignment_format import FIELDS, HostSection
 from protocol._limits import (
     MAX_ASSIGNMENT_BYTES,
@@ -76,42 +78,13 @@ class _Frame:
 
 
 _TOPOLOGY = attrgetter("topology")
-_SUBTOPOLOGY_PARTITION = attrgetter("subtopology", "partition")
 _SUBTOPOLOGY = attrgetter("subtopology")
 _PARTITION = attrgetter("partition")
 _TOPIC = attrgetter("topic")
-_RANK = attrgetter("_rank")  # set on unnamed tasks only (protocol.ids)
-_PARTITION_BITS = (1 << 31) - 1
 
 
 #: msgpack's empty array: a member without standby tasks
 _EMPTY_ARRAY = b"\x90"
-
-
-class _Fallback(Exception):
-    """This answer is not the common case: the codec writes it (or refuses it)."""
-
-
-def _unnamed_task_ints(active: tuple[TaskId, ...], named: bool) -> list[int]:
-    """``[s0, p0, s1, p1, ...]`` (``[0, s0, p0, ...]`` when ``named``) of unnamed tasks, from
-    each task's rank (``TaskId._rank``: ``subtopology << 31 | partition``, read from the task's
-    own slot) rather than two fields of its ``__dict__``: one object touched per task, not two
-    (6,000 tasks of one member at 6,000 partitions over 2 instances). A task without a rank
-    (a named one, or one built without it) takes the fields' path."""
-    try:
-        ranks = list(map(_RANK, active))
-    except AttributeError:
-        if any(map(_TOPOLOGY, active)):
-            raise _Fallback from None
-        ints: Iterable[tuple[int, ...]] = map(_SUBTOPOLOGY_PARTITION, active)
-        if named:  # no named topology: 0 before each task
-            ints = zip(repeat(0), map(_SUBTOPOLOGY, active), map(_PARTITION, active))
-        return list(chain.from_iterable(ints))
-    subtopologies = map(rshift, ranks, repeat(31))
-    partitions = map(and_, ranks, repeat(_PARTITION_BITS))
-    if named:
-        return list(chain.from_iterable(zip(repeat(0), subtopologies, partitions, strict=False)))
-    return list(chain.from_iterable(zip(subtopologies, partitions, strict=True)))
 
 
 class AnswerWriter:
@@ -160,16 +133,32 @@ class AnswerWriter:
         """The version every answer is written at."""
         return self._version
 
-    def encode(self, info: AssignmentInfo) -> bytes:
-        """``Codec.encode_assignment(info, version)``'s bytes (and errors)."""
+    def encode(self, info: AssignmentInfo, standby_packed: bytes | None = None) -> bytes:
+        """``Codec.encode_assignment(info, version)``'s bytes (and errors).
+
+        ``standby_packed``: the caller's packed standby entries of ``info``, two or more
+        unnamed tasks of one partition each, none of them active, written with this writer's
+        :meth:`topic_index` for ``info``'s maps: exactly what the writer would pack for them
+        (``assignor.leader.packed_standby`` keeps each task's entry packed per plan). The
+        writer uses them in place of reading the tasks; any answer it does not write itself
+        goes to the codec, which reads ``info`` alone."""
         if self._fast:
             try:
-                return self._pack(info)
+                return self._pack(info, standby_packed)
             except _Fallback:
                 pass
         return self._codec.encode_assignment(info, version=self._version)
 
-    def _pack(self, info: AssignmentInfo) -> bytes:
+    def topic_index(self, info: AssignmentInfo) -> Mapping[str, int] | None:
+        """Each topic's index in the topic dictionary of answers with ``info``'s maps (what a
+        standby entry names its partition's topic by); ``None`` when this writer leaves such
+        answers to the codec."""
+        if not self._fast:
+            return None
+        shared = self._shared_for(info)
+        return shared.topic_index if shared.topics_packed is not None else None
+
+    def _pack(self, info: AssignmentInfo, standby_packed: bytes | None = None) -> bytes:
         # The fields read once from the model's dict (pydantic keeps them there): a leader
         # writes 2,000 answers of one or two tasks at 1,000 threads per client, where reading
         # attributes and calling helpers cost as much as packing.
@@ -226,10 +215,14 @@ class AnswerWriter:
         elif active:
             # Every loop over the tasks runs in C (attrgetter, map, chain): no Python frame per
             # task. A named topology is the codec's to write.
-            flat = _unnamed_task_ints(active, named)
+            flat = unnamed_task_ints(active, named)
         pack = self._packer.pack
         packed_entries = _EMPTY_ARRAY
-        if len(standby) == 1:  # one standby task, the common case at many consumers
+        if standby_packed is not None and len(standby) > 1:
+            if len(standby) > MAX_STANDBY_PARTITIONS:  # (one partition per task, as vouched)
+                raise _Fallback
+            packed_entries = standby_packed
+        elif len(standby) == 1:  # one standby task, the common case at many consumers
             packed_entries = pack(self._one_standby(standby, active, shared.topic_index))
         elif standby:
             packed_entries = pack(self._standby_entries(standby, active, shared.topic_index))
@@ -331,7 +324,7 @@ class AnswerWriter:
         standby: Mapping[TaskId, tuple[TopicPartition, ...]],
         active: tuple[TaskId, ...],
         index: dict[str, int],
-    ) -> list[list[int]]:
+    ) -> Sequence[Sequence[int]]:
         """:meth:`_standby_entries` for a single standby task, with the same checks: at
         10,000 consumers a thousand members carry exactly one, and the collection-wide
         checks cost more than the entry."""
@@ -351,9 +344,12 @@ class AnswerWriter:
         standby: Mapping[TaskId, tuple[TopicPartition, ...]],
         active: tuple[TaskId, ...],
         index: dict[str, int],
-    ) -> list[list[int]]:
+    ) -> Sequence[Sequence[int]]:
         """``[task ints..., topic index, partition, ...]`` per standby task in task order; the
         checks and the order computed over whole collections in C."""
+        ranked = ranked_standby_entries(standby, active, index, self._named)
+        if ranked is not None:
+            return ranked
         partitions = standby.values()
         if (
             not standby.keys().isdisjoint(active)  # both active and standby: the codec refuses

@@ -16,11 +16,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from itertools import repeat
+from operator import attrgetter, rshift
 
 from assignor.leader.task_table import TaskTable
 from assignor.topology.model import Topology
 from assignor.topology.tasks import TaskLayout, plan_tasks
 from protocol.ids import TaskId, TopicPartition
+
+_RANK = attrgetter("_rank")  # unnamed tasks only
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,17 +45,54 @@ class PlannedTasks:
     )
     #: the plan's tasks by their place in it (``None`` for a plan of named topologies)
     table: TaskTable | None = field(default=None, compare=False, repr=False)
+    #: each task's partitions sorted (as a member's standby map lists them), by the task
+    #: object's ``id``, for a plan of several partitions per task (``None`` otherwise)
+    sorted_by_id: Mapping[int, tuple[TopicPartition, ...]] | None = field(
+        default=None, compare=False, repr=False
+    )
+    #: each task's packed standby entry by place, per topic dictionary and naming
+    #: (``assignor.leader.packed_standby``, filled on first use)
+    packed_standby: dict[tuple[tuple[tuple[str, int], ...], bool], list[bytes | None]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
 
 def planned_tasks(topology: Topology, source_partitions: Mapping[str, int]) -> PlannedTasks:
     """:func:`plan_tasks`, computed afresh."""
     layout = plan_tasks(topology, source_partitions)
     tasks = layout.tasks
-    return PlannedTasks(
-        layout,
-        dict(zip(map(id, tasks), tasks.values(), strict=True)),  # in C
-        TaskTable.of(layout),
-    )
+    table = TaskTable.of(layout)
+    by_id = dict(zip(map(id, tasks), tasks.values(), strict=True))  # in C
+    return PlannedTasks(layout, by_id, table, _sorted_by_id(layout, table, by_id))
+
+
+def _sorted_by_id(
+    layout: TaskLayout, table: TaskTable | None, by_id: dict[int, tuple[TopicPartition, ...]]
+) -> Mapping[int, tuple[TopicPartition, ...]] | None:
+    """Each task's partitions in (topic, partition) order, by the task object's ``id``, for a
+    plan of several partitions per task (``None`` for any other). A task of the table holds
+    one partition of each of its columns' topics (distinct, one per column), so sorting every
+    task's tuple is one permutation of the columns, the same for all: applied in C once per
+    plan instead of a ``TopicPartition`` comparison sort per task and member (2,000 standby
+    tasks per rebalance over two copartitioned topics, 1.3 ms)."""
+    columns = layout.columns
+    if table is None or columns is None or len(table.codes) < 2:
+        return None
+    if columns.ranks != list(map(_RANK, layout.tasks)):
+        return None  # (the columns are in the tasks' order, as plan_tasks makes them)
+    column_topics = []
+    for codes in table.codes:
+        ranks = set(map(rshift, codes, repeat(32)))
+        if len(ranks) != 1:
+            return None
+        column_topics.append(table.topics[ranks.pop()])
+    if len(set(column_topics)) != len(column_topics):
+        return None
+    order = sorted(range(len(column_topics)), key=column_topics.__getitem__)
+    if order == list(range(len(order))):
+        return by_id  # the plan's own tuples are in order already
+    rows = zip(*(table.partitions[j] for j in order), strict=True)
+    return dict(zip(map(id, layout.tasks), rows, strict=True))
 
 
 EndSums = Callable[[TaskLayout, Mapping[TopicPartition, int] | None], "dict[TaskId, int] | None"]

@@ -1,0 +1,151 @@
+"""A member's standby entries from bytes packed once per plan, not from its tasks' fields.
+
+Why: with standbys, every member's answer lists each of its standby tasks as
+``[subtopology, partition, topic index, partition number]``, in task order. Written from the
+tasks, that reads each task's rank and each partition's topic and number (pydantic models:
+about 90 ns per attribute) and packs a list per task: at 1,000 partitions over 10 members with
+one standby, 1,000 entries were a third of the answers' cost, in the rebalance after a member
+leaves, where the leader must answer fastest. An entry depends only on the task (its rank and its
+one partition's code in the plan) and on the topic dictionary of the answers' host maps, so the
+plan keeps every task's entry packed, per topic dictionary, and a member's entries are its
+tasks' bytes joined in task order behind an array header: msgpack writes an array as its header
+followed by its elements, so the bytes are those ``AnswerWriter`` packs from the tasks
+(``tests/assignor/leader/test_packed_standby.py`` compares them, and the leader's answers are
+byte-identical).
+
+Only a plan with a ``TaskTable`` (every task of the same number of partitions: one topic, or
+copartitioned topics) of unnamed tasks takes this path; anything else returns ``None`` and the
+writer reads the tasks as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from itertools import repeat
+from operator import and_, attrgetter, is_, rshift
+from typing import Final
+
+import msgpack
+
+from assignor.leader.cache import PlannedTasks
+from protocol._limits import MAX_STANDBY_PARTITIONS
+from protocol.ids import TaskId, TopicPartition
+
+_RANK = attrgetter("_rank")  # unnamed tasks only: (subtopology << 31) | partition
+_PARTITION_BITS: Final = (1 << 31) - 1
+_CODE_NUMBER_BITS: Final = (1 << 32) - 1  # a plan code is topic rank << 32 | partition
+#: Most topic dictionaries a plan keeps packed entries for (one per distinct host maps' topics:
+#: one in a group's life, mostly).
+MAX_KEPT_DICTIONARIES: Final = 4
+
+
+def standby_packed(
+    planned: PlannedTasks,
+    standby: Sequence[TaskId],
+    active: Sequence[TaskId],
+    topic_index: Mapping[str, int] | None,
+    named: bool,
+) -> bytes | None:
+    """The packed array of ``standby``'s entries (two or more tasks, none of ``active``), or
+    ``None`` when the plan cannot tell them (the writer then reads the tasks)."""
+    table = planned.table
+    if (
+        table is None
+        or topic_index is None
+        or len(standby) < 2
+        or len(standby) * len(table.codes) > MAX_STANDBY_PARTITIONS
+    ):
+        return None  # (over the limit: the writer refuses it as the codec does)
+    try:
+        ranks = sorted(map(_RANK, standby))  # task order
+        active_ranks = set(map(_RANK, active))
+    except AttributeError:  # a named task, or one built without its rank
+        return None
+    if not active_ranks.isdisjoint(ranks):
+        return None  # both active and standby: the writer refuses it as the codec does
+    if len(set(ranks)) < len(ranks):
+        return None  # a task twice (never from the leader): the map holds it once
+    places = ranks if table.place_of is None else list(map(table.place_of.get, ranks))
+    if table.place_of is None:
+        if ranks[-1] >= len(table.codes[0]):
+            return None
+    elif None in places:
+        return None  # a task of another plan
+    entries = _entries(planned, topic_index, named)
+    if entries is None:
+        return None
+    packed = list(map(entries.__getitem__, places))
+    if None in packed:
+        return None  # a partition of a topic the host maps do not name: the codec's
+    header: bytes = msgpack.Packer().pack_array_header(len(packed))
+    return header + b"".join(packed)  # type: ignore[arg-type]
+
+
+def standby_map(
+    tasks: Sequence[TaskId],
+    partitions: list[tuple[TopicPartition, ...]],
+    planned: PlannedTasks | None = None,
+) -> dict[TaskId, tuple[TopicPartition, ...]]:
+    """A member's standby tasks with their partitions (``partitions[i]`` of ``tasks[i]``),
+    each task's sorted: zipped in C when every task has one partition (the usual plan), or
+    when ``planned`` holds every task's sorted tuple (``PlannedTasks.sorted_by_id``)."""
+    if set(map(len, partitions)) == {1}:
+        return dict(zip(tasks, partitions, strict=True))
+    ordered = planned.sorted_by_id if planned is not None else None
+    if ordered:
+        found = list(map(ordered.get, map(id, tasks)))
+        if not any(map(is_, found, repeat(None))):
+            return dict(zip(tasks, found, strict=True))  # type: ignore[arg-type]
+    return {
+        task: parts if len(parts) < 2 else tuple(sorted(parts))
+        for task, parts in zip(tasks, partitions, strict=True)
+    }
+
+
+def _entries(
+    planned: PlannedTasks, topic_index: Mapping[str, int], named: bool
+) -> list[bytes | None] | None:
+    """Every task's packed entry by place, for this topic dictionary (made once per plan and
+    dictionary); ``None`` entries for tasks whose topic the dictionary lacks."""
+    key = (tuple(topic_index.items()), named)
+    kept = planned.packed_standby
+    found = kept.get(key)
+    if found is not None:
+        return found
+    if len(kept) >= MAX_KEPT_DICTIONARIES:
+        kept.clear()
+    table = planned.table
+    assert table is not None
+    codes = table.codes[0]
+    if table.place_of is None:
+        ranks: Sequence[int] = range(len(codes))
+    else:
+        by_place = sorted(table.place_of.items(), key=lambda item: item[1])
+        if [place for _, place in by_place] != list(range(len(codes))):
+            return None
+        ranks = [rank for rank, _ in by_place]
+    topic_of = [topic_index.get(topic) for topic in table.topics]
+    pack = msgpack.Packer(use_bin_type=True).pack
+    made: list[bytes | None]
+    if len(table.codes) == 1:  # one partition per task: the columns in C
+        columns = (
+            map(rshift, ranks, repeat(31)),
+            map(and_, ranks, repeat(_PARTITION_BITS)),
+            map(topic_of.__getitem__, map(rshift, codes, repeat(32))),
+            map(and_, codes, repeat(_CODE_NUMBER_BITS)),
+        )
+        rows = zip(repeat(0), *columns, strict=False) if named else zip(*columns, strict=True)
+        made = [None if None in row else pack(row) for row in rows]
+    else:  # copartitioned topics: a task's partitions in (topic, partition) order, as codes
+        made = []
+        for rank, task_codes in zip(ranks, zip(*table.codes, strict=True), strict=True):
+            row: list[int | None] = [0] if named else []
+            row += [rank >> 31, rank & _PARTITION_BITS]
+            for code in sorted(task_codes):
+                row += [topic_of[code >> 32], code & _CODE_NUMBER_BITS]
+            made.append(None if None in row else pack(row))
+    kept[key] = made
+    return made
+
+
+__all__ = ["MAX_KEPT_DICTIONARIES", "standby_map", "standby_packed"]

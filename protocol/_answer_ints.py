@@ -1,0 +1,96 @@
+"""The answer writer's per-task ints, read in C from each unnamed task's rank.
+
+Split from :mod:`protocol.answers` (which uses them for every member's tasks) to keep each
+module readable; what the writer cannot write itself it signals with :class:`Fallback`, and the
+codec then writes (or refuses) the answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from itertools import chain, repeat
+from operator import and_, attrgetter, itemgetter, rshift
+
+from protocol._limits import MAX_STANDBY_PARTITIONS
+from protocol.ids import TaskId, TopicPartition
+
+_TOPOLOGY = attrgetter("topology")
+_SUBTOPOLOGY_PARTITION = attrgetter("subtopology", "partition")
+_SUBTOPOLOGY = attrgetter("subtopology")
+_PARTITION = attrgetter("partition")
+_TOPIC = attrgetter("topic")
+_RANK = attrgetter("_rank")  # set on unnamed tasks only (protocol.ids)
+_PARTITION_BITS = (1 << 31) - 1
+_FIRST = itemgetter(0)
+_SECOND = itemgetter(1)
+
+
+class Fallback(Exception):
+    """This answer is not the common case: the codec writes it (or refuses it)."""
+
+
+def unnamed_task_ints(active: tuple[TaskId, ...], named: bool) -> list[int]:
+    """``[s0, p0, s1, p1, ...]`` (``[0, s0, p0, ...]`` when ``named``) of unnamed tasks, from
+    each task's rank (``TaskId._rank``: ``subtopology << 31 | partition``, read from the task's
+    own slot) rather than two fields of its ``__dict__``: one object touched per task, not two
+    (6,000 tasks of one member at 6,000 partitions over 2 instances). A task without a rank
+    (a named one, or one built without it) takes the fields' path."""
+    try:
+        ranks = list(map(_RANK, active))
+    except AttributeError:
+        if any(map(_TOPOLOGY, active)):
+            raise Fallback from None
+        ints: Iterable[tuple[int, ...]] = map(_SUBTOPOLOGY_PARTITION, active)
+        if named:  # no named topology: 0 before each task
+            ints = zip(repeat(0), map(_SUBTOPOLOGY, active), map(_PARTITION, active))
+        return list(chain.from_iterable(ints))
+    subtopologies = map(rshift, ranks, repeat(31))
+    partitions = map(and_, ranks, repeat(_PARTITION_BITS))
+    if named:
+        return list(chain.from_iterable(zip(repeat(0), subtopologies, partitions, strict=False)))
+    return list(chain.from_iterable(zip(subtopologies, partitions, strict=True)))
+
+
+def ranked_standby_entries(
+    standby: Mapping[TaskId, tuple[TopicPartition, ...]],
+    active: tuple[TaskId, ...],
+    index: dict[str, int],
+    named: bool,
+) -> list[tuple[int, ...]] | None:
+    """The answer writer's ``_standby_entries`` for unnamed tasks of one partition each (the
+    usual standbys), from each task's rank (``TaskId._rank``: ``subtopology << 31 |
+    partition``, equal for equal unnamed tasks, ordered as Kafka's task order): the checks
+    (the one against the active tasks by ranks, without a ``TaskId.__hash__`` call per
+    task), the order and the entries in C, each entry a tuple (msgpack writes a tuple as it
+    writes a list). A leader's members mostly get their entries packed from the plan instead
+    (``assignor.leader.packed_standby``); this is the writer's own path for the rest.
+    ``None`` for any other shape (the general path decides, checks included); the refusals
+    are the general path's, raised here."""
+    partitions = standby.values()
+    try:
+        ranks = list(map(_RANK, standby))
+        active_ranks = list(map(_RANK, active))
+    except AttributeError:  # a named task (or one built without its rank)
+        return None
+    if set(map(len, partitions)) != {1}:
+        return None
+    if not set(ranks).isdisjoint(active_ranks):
+        raise Fallback  # both active and standby: the codec refuses
+    tps = list(map(_FIRST, partitions))
+    if not index.keys() >= set(map(_TOPIC, tps)) or len(tps) > MAX_STANDBY_PARTITIONS:
+        raise Fallback
+    rows = sorted(zip(ranks, tps, strict=True), key=_FIRST)  # distinct ranks: one key each
+    ordered = list(map(_FIRST, rows))
+    parts = list(map(_SECOND, rows))
+    columns = (
+        map(rshift, ordered, repeat(31)),
+        map(and_, ordered, repeat(_PARTITION_BITS)),
+        map(index.__getitem__, map(_TOPIC, parts)),
+        map(_PARTITION, parts),
+    )
+    if named:  # no named topology: 0 before each task
+        return list(zip(repeat(0), *columns, strict=False))
+    return list(zip(*columns, strict=True))
+
+
+__all__ = ["Fallback", "ranked_standby_entries", "unnamed_task_ints"]
