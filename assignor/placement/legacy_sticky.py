@@ -30,6 +30,7 @@ from assignor._java.hash_table import (
     buckets_stay_small,
     copy_capacity,
     grown_table_length,
+    hash_set_order,
 )
 from assignor.config import AssignorConfig
 from assignor.placement.client_state import ClientState
@@ -114,26 +115,42 @@ class _Run:
         self._map_previous()
 
     def _map_previous(self) -> None:
-        """``mapPreviousTaskAssignment``: last previous-active owner wins, key order by hash."""
-        self.prev_active_keys: JavaHashSet[TaskId] = JavaHashSet(task_id_hash)
-        self.prev_active: dict[TaskId, int] = {}
-        self.prev_standby: dict[TaskId, JavaHashSet[ProcessId]] = {}
+        """``mapPreviousTaskAssignment``: last previous-active owner wins, key order by hash.
+
+        Kafka's two maps are filled once and never shrink, so their iteration orders are those
+        of a set filled once in insertion order (:func:`hash_set_order`, which replays the
+        table only when a bucket could grow a tree): the tasks in the order first reported
+        active, and each task's previous standby owners in client-map order. Replaying every
+        insertion into emulated tables was most of this assignor's time in groups of hundreds
+        of clients that each keep the state of many tasks.
+        """
+        first_active: dict[TaskId, int] = {}  # task -> its last previous-active owner, in
+        # first-reported order (a dict keeps a key where it was first put)
+        standby_owners: dict[TaskId, list[int]] = {}
         for i, pid in enumerate(self.pids):
             state = self.states[pid]
             for task in sorted(state.previous_active, key=_SORT_KEY):
-                self.prev_active_keys.add(task)
-                self.prev_active[task] = i
+                first_active[task] = i
             for task in sorted(state.previous_standby, key=_SORT_KEY):
-                owners = self.prev_standby.get(task)
+                owners = standby_owners.get(task)
                 if owners is None:
-                    owners = self.prev_standby[task] = JavaHashSet(process_id_hash)
-                owners.add(pid)
+                    standby_owners[task] = [i]
+                else:
+                    owners.append(i)
+        keys = list(first_active)
+        self.prev_active_keys: list[TaskId] = [
+            keys[k] for k in hash_set_order([spread(task_id_hash(t)) for t in keys], keys)
+        ]
+        self.prev_active: dict[TaskId, int] = first_active
+        # each task's previous standby owners (client numbers) in Kafka's set's order
+        self.prev_standby: dict[TaskId, list[int]] = {
+            task: self._new_set_order(members) for task, members in standby_owners.items()
+        }
         # The copy Kafka makes of a task's previous standby owners, in its iteration order.
         self.prev_standby_copy: dict[int, list[int]] = {}
-        for task, owners in self.prev_standby.items():
+        for task, members in self.prev_standby.items():
             r = self.rank.get(task)
             if r is not None:
-                members = [self.index[pid] for pid in owners]
                 self.prev_standby_copy[r] = self._new_set_order(
                     members, copy_capacity(len(members))
                 )
@@ -292,8 +309,8 @@ class _Run:
             if owners is None:
                 continue
             task = self.rank[task_id]
-            for pid in owners:
-                client = self.clients[self.index[pid]]
+            for owner in owners:
+                client = self.clients[owner]
                 if self._has_quota(client, tasks_per_thread):
                     self._give(task, client, True)
                     unassigned.discard(task_id, movable=False)
