@@ -142,18 +142,37 @@ class _Run:
             keys[k] for k in hash_set_order([spread(task_id_hash(t)) for t in keys], keys)
         ]
         self.prev_active: dict[TaskId, int] = first_active
-        # each task's previous standby owners (client numbers) in Kafka's set's order
-        self.prev_standby: dict[TaskId, list[int]] = {
-            task: self._new_set_order(members) for task, members in standby_owners.items()
-        }
-        # The copy Kafka makes of a task's previous standby owners, in its iteration order.
+        # each task's previous standby owners (client numbers) in Kafka's set's order, and in
+        # the order of the copy Kafka makes of that set
+        self.prev_standby: dict[TaskId, list[int]] = {}
         self.prev_standby_copy: dict[int, list[int]] = {}
-        for task, members in self.prev_standby.items():
+        for task, members in standby_owners.items():
+            order, copy = self._owner_orders(members)
+            self.prev_standby[task] = order
             r = self.rank.get(task)
             if r is not None:
-                self.prev_standby_copy[r] = self._new_set_order(
-                    members, copy_capacity(len(members))
-                )
+                self.prev_standby_copy[r] = copy
+
+    def _owner_orders(self, members: list[int]) -> tuple[list[int], list[int]]:
+        """The iteration orders of a no-arg ``HashSet`` filled with ``members`` in this order,
+        and of its copy (``new HashSet<>(set)``, presized).
+
+        When no bucket of the first ever holds nine keys, each is ordered by its final table's
+        bucket, then by insertion (a stable sort), and the copy's table, at least as long and
+        filled without a resize, cannot hold nine in a bucket either (its buckets split the
+        first's); if both tables are as long, the copy keeps the first's order.
+        """
+        count = len(members)
+        spread = self.spread
+        if not buckets_stay_small([spread[i] for i in members]):
+            order = self._new_set_order(members)
+            return order, self._new_set_order(order, copy_capacity(count))
+        mask = grown_table_length(count) - 1
+        order = sorted(members, key=lambda i: spread[i] & mask)
+        copy_mask = grown_table_length(count, copy_capacity(count)) - 1
+        if copy_mask == mask:
+            return order, order
+        return order, sorted(order, key=lambda i: spread[i] & copy_mask)
 
     def _order_at(self, length: int) -> list[int]:
         """All clients in the order a set of that table length would hold them."""
@@ -181,9 +200,8 @@ class _Run:
                 return members
             keep = set(members)
             return [i for i in self._order_at(length) if i in keep]
-        position = {i: k for k, i in enumerate(members)}
         mask, spread = length - 1, self.spread
-        return sorted(members, key=lambda i: (spread[i] & mask, position[i]))
+        return sorted(members, key=lambda i: spread[i] & mask)  # stable: insertion order kept
 
     # --- task pairs -------------------------------------------------------------------------
 

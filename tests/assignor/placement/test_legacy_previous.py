@@ -1,4 +1,4 @@
-"""Legacy sticky's previous-assignment maps: their orders equal Kafka's HashMap, replayed.
+"""Legacy sticky's previous-assignment maps: their orders equal Kafka's HashMaps, replayed.
 
 ``_Run._map_previous`` computes each order from the keys' hashes in one sort (or a replay when
 a bucket could grow a tree); here every insertion is replayed into the emulated table, as the
@@ -63,4 +63,11 @@ def test_previous_maps_iterate_as_kafkas(seed: int) -> None:
     assert run.prev_active == owner
     assert run.prev_standby == {
         task: [run.index[pid] for pid in owners] for task, owners in standby.items()
+    }
+    # and the copy Kafka makes of each (``new HashSet<>(owners)``), by the task's rank
+    assert run.prev_standby_copy == {
+        run.rank[task]: [
+            run.index[pid] for pid in JavaHashSet.copy_of(process_id_hash, list(owners))
+        ]
+        for task, owners in standby.items()
     }
