@@ -21,16 +21,20 @@ from __future__ import annotations
 
 import heapq
 import logging
+from collections import Counter
 from collections.abc import Collection, Iterable, Mapping
 from operator import attrgetter
 
 from assignor._java.hash_codes import int32, process_id_hash, spread, task_id_hash
 from assignor._java.hash_table import (
+    DEFAULT_CAPACITY,
+    TREEIFY_THRESHOLD,
     JavaHashSet,
     buckets_stay_small,
     copy_capacity,
     grown_table_length,
     hash_set_order,
+    table_size_for,
 )
 from assignor.config import AssignorConfig
 from assignor.placement.client_state import ClientState
@@ -97,6 +101,8 @@ class _Run:
             [spread(process_id_hash(pid)) for pid in clients]
         )
         self.orders_by_length: dict[int, list[int]] = {}
+        # table length -> whether all clients together put at most eight in any bucket there
+        self._roomy: dict[int, bool] = {}
         # Kafka's minimum-load lookup (any client with more available capacity?) as a lazy heap.
         self.min_heap = [(0.0, -c.capacity, c.index) for c in self.clients]
         heapq.heapify(self.min_heap)
@@ -164,7 +170,7 @@ class _Run:
         """
         count = len(members)
         spread = self.spread
-        if not buckets_stay_small([spread[i] for i in members]):
+        if not self._stays_small(members):
             order = self._new_set_order(members)
             return order, self._new_set_order(order, copy_capacity(count))
         mask = grown_table_length(count) - 1
@@ -183,6 +189,32 @@ class _Run:
             self.orders_by_length[length] = order
         return order
 
+    def _stays_small(self, members: list[int], capacity: int | None = None) -> bool:
+        """``buckets_stay_small`` for a set of some of the clients: at once when all the
+        clients together hold at most eight in a bucket at every length the set passes
+        through (a set holds some of them at each, so no more in any bucket), else checked.
+
+        Why: the standby step builds such a set per task from hundreds of clients, and the
+        check went over every length the set passes through each time."""
+        count = len(members)
+        if count <= TREEIFY_THRESHOLD:
+            return True
+        length = table_size_for(capacity) if capacity is not None else DEFAULT_CAPACITY
+        final = grown_table_length(count, capacity)
+        roomy = self._roomy
+        while True:
+            known = roomy.get(length)
+            if known is None:
+                mask = length - 1
+                known = roomy[length] = (
+                    max(Counter([h & mask for h in self.spread]).values()) <= TREEIFY_THRESHOLD
+                )
+            if not known:
+                return buckets_stay_small([self.spread[i] for i in members], capacity)
+            if length >= final:
+                return True
+            length <<= 1
+
     def _new_set_order(
         self, members: list[int], capacity: int | None = None, in_map_order: bool = False
     ) -> list[int]:
@@ -191,7 +223,7 @@ class _Run:
         ``in_map_order``: the members come in the client map's order, so a table of the
         map's length keeps them as they are.
         """
-        if not buckets_stay_small([self.spread[i] for i in members], capacity):
+        if not self._stays_small(members, capacity):
             chosen = JavaHashSet(process_id_hash, (self.pids[i] for i in members), capacity)
             return [self.index[pid] for pid in chosen]
         length = grown_table_length(len(members), capacity)

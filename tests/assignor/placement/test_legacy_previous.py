@@ -12,7 +12,7 @@ import random
 import pytest
 
 from assignor._java.hash_codes import process_id_hash, task_id_hash
-from assignor._java.hash_table import JavaHashSet
+from assignor._java.hash_table import JavaHashSet, buckets_stay_small, copy_capacity
 from assignor.placement.client_state import ClientState
 from assignor.placement.legacy_sticky import _Run
 from protocol.ids import ProcessId, TaskId
@@ -71,3 +71,20 @@ def test_previous_maps_iterate_as_kafkas(seed: int) -> None:
         ]
         for task, owners in standby.items()
     }
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_quick_bucket_check_answers_as_the_full_one(seed: int) -> None:
+    # ``_stays_small`` answers from all clients' buckets when it can: never otherwise than
+    # ``buckets_stay_small`` on the members themselves, with colliding ids making both answers
+    rng = random.Random(2_000 + seed)
+    clients = _clients(rng)
+    run = _Run(clients, _TASKS, _TASKS, must_preserve_active=False)
+    count = len(run.pids)
+    for _ in range(20):
+        members = rng.sample(range(count), rng.randint(0, count))
+        if rng.random() < 0.5:
+            members.sort()  # in the client map's order, as the standby step passes them
+        capacity = rng.choice((None, copy_capacity(len(members)), 16, 64))
+        expected = buckets_stay_small([run.spread[i] for i in members], capacity)
+        assert run._stays_small(members, capacity) == expected
