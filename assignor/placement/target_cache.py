@@ -49,18 +49,22 @@ class _Target:
     said: tuple[Said, ...]
 
 
-class _Recorder(logging.Handler):
-    """Collects what the standby logger emits on this thread while a target is computed."""
+class _Recorder:
+    """A logger filter that notes what the standby logger emits on this thread while a target
+    is computed, letting every record through (a filter, not a handler: adding one takes no
+    lock and builds no lock, and a miss is paid in every rebalance that changes membership)."""
+
+    __slots__ = ("said", "thread")
 
     def __init__(self) -> None:
-        super().__init__(logging.NOTSET)
         self.thread = threading.get_ident()
         self.said: list[Said] = []
 
-    def emit(self, record: logging.LogRecord) -> None:
+    def __call__(self, record: logging.LogRecord) -> bool:
         if record.thread == self.thread:
             args = record.args if isinstance(record.args, tuple) else (record.args,)
             self.said.append((record.levelno, str(record.msg), args))
+        return True
 
 
 _last: list[_Target | None] = [None]
@@ -107,11 +111,11 @@ def balanced_target(
             _LOG.log(level, message, *args)
         return True
     recorder = _Recorder()
-    _LOG.addHandler(recorder)
+    _LOG.addFilter(recorder)
     try:
         compute(ws)
     finally:
-        _LOG.removeHandler(recorder)
+        _LOG.removeFilter(recorder)
     _last[0] = _Target(
         key,
         tuple(map(frozenset, ws.active)),
