@@ -18,7 +18,8 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from aiokafka import ConsumerRebalanceListener
 
@@ -81,6 +82,17 @@ def derive_process_id(application_id: str, group_instance_id: str | None) -> Pro
     if group_instance_id is None:
         return ProcessId.random()
     return ProcessId(uuid.uuid5(PROCESS_ID_NAMESPACE, f"{application_id}\x00{group_instance_id}"))
+
+
+_EMPTY_STATE: Final[Mapping[TaskId, int]] = MappingProxyType({})
+
+
+def _copy(state: Mapping[TaskId, int]) -> dict[TaskId, int]:
+    """A new dict of ``state``: a dict's or a read-only view's C copy, which keeps the stored
+    hashes (no ``TaskId.__hash__`` call per task), else entry by entry."""
+    if type(state) is dict or type(state) is MappingProxyType:
+        return state.copy()
+    return dict(state)
 
 
 def _no_state() -> Mapping[TaskId, int]:
@@ -274,9 +286,11 @@ class StreamsProcess:
         reported once per process, so the leader sees one consistent picture.
 
         Each consumer of each process asks at every join, and a process's local state outgrows
-        its assignment (it keeps what warm-ups restored): the tasks to leave out are joined
-        into one set first, so each task on disk costs one membership test, not four (a
-        ``TaskId`` hash is a Python call)."""
+        its assignment (it keeps what warm-ups restored), while a ``TaskId`` hash is a Python
+        call: the first consumer copies the state whole (a dict's copy and a set of its keys
+        reuse the stored hashes) and deletes what it leaves out, found by one set
+        intersection; the others look up only their own standbys. (The dict's order does not
+        reach the bytes: the encoder sorts the sums.)"""
         running, standby = self._running, self._standby
         own_active = running.get(index, frozenset())
         active = own_active.union(*(tasks for i, tasks in running.items() if i != index))
@@ -284,10 +298,14 @@ class StreamsProcess:
             # the first consumer: everything not active here nor another consumer's standby
             others = frozenset().union(*(tasks for i, tasks in standby.items() if i != index))
             skip = others.difference(standby.get(index, ())).union(active)
-            sums = {task: s for task, s in self._state().items() if task not in skip}
+            state = self._state()
+            sums = _copy(state)
+            for task in skip.intersection(set(sums)):
+                del sums[task]
         else:  # the others: their own standbys only, unless some consumer runs them as active
             own = standby.get(index, frozenset()).difference(active)
-            sums = {task: s for task, s in self._state().items() if task in own} if own else {}
+            state = self._state() if own else _EMPTY_STATE
+            sums = {task: state[task] for task in own if task in state}
         for task in own_active:
             sums[task] = LATEST_OFFSET
         return sums

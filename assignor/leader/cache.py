@@ -20,6 +20,7 @@ from itertools import repeat
 from operator import attrgetter, rshift
 
 from assignor.leader.task_table import TaskTable
+from assignor.leader.thread_cache import ThreadCache
 from assignor.topology.model import Topology
 from assignor.topology.tasks import TaskLayout, plan_tasks
 from protocol.ids import TaskId, TopicPartition
@@ -104,7 +105,9 @@ class LeaderCache:
     Not shared between threads: aiokafka calls ``assign()`` from one event loop.
     """
 
-    __slots__ = ("_end_sums", "_offsets", "_offsets_layout", "_plan", "_plan_key", "_topology")
+    __slots__ = (
+        "_end_sums", "_offsets", "_offsets_layout", "_plan", "_plan_key", "_topology", "threads"
+    )
 
     def __init__(self) -> None:
         self._topology: Topology | None = None
@@ -113,6 +116,8 @@ class LeaderCache:
         self._offsets: Mapping[TopicPartition, int] | None = None
         self._offsets_layout: TaskLayout | None = None
         self._end_sums: dict[TaskId, int] | None = None
+        #: each client's last split of its tasks over its threads
+        self.threads = ThreadCache()
 
     def plan(self, topology: Topology, source_partitions: Mapping[str, int]) -> PlannedTasks:
         """The task plan for these partition counts, reused while topology and counts stay."""

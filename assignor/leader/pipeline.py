@@ -47,7 +47,6 @@ from assignor.leader.model import DecodedGroup, GroupInput, LeaderResult
 from assignor.placement.client_state import ClientState
 from assignor.placement.lags import LONG_MAX, TaskLags, end_offset_sum, unknown_end_offset_sums
 from assignor.placement.task_assignor import TaskAssignment, TaskAssignor
-from assignor.placement.threads import distribute_client_tasks
 from assignor.topology.internal_topics import InternalTopics, size_internal_topics
 from assignor.topology.model import Topology
 from assignor.topology.tasks import TaskLayout
@@ -135,9 +134,7 @@ def _assign_decoded(
     try:
         assignment = run_task_assignor(assignor_name, clients, layout, config)
         stateful = layout.stateful
-        threads = {
-            pid: distribute_client_tasks(c, stateful) for pid, c in assignment.clients.items()
-        }
+        threads = cache.threads.split(assignment.clients, stateful)
     except Exception as exc:  # an assignor bug must not take the group down
         detail = f"task assignment failed: {type(exc).__name__}: {exc}"
         log.exception("%s", detail)

@@ -28,6 +28,7 @@ from assignor.placement.standby import (
     assign_standbys_tag_aware,
     tag_movement_allowed,
 )
+from assignor.placement.target_cache import balanced_target
 from assignor.placement.task_assignor import TaskAssignment
 from assignor.placement.task_movement import assign_active_movements, assign_standby_movements
 from assignor.placement.workspace import Workspace
@@ -82,8 +83,12 @@ def assign_high_availability(
 ) -> tuple[bool, dict[int, set[int]]]:
     """All of KIP-441 on a workspace; returns (probing rebalance needed, warm-ups per client).
     ``movements=False``: the caller knows none can be scheduled (a lone client)."""
-    _assign_stateful_actives(ws)
-    _assign_standbys(ws, config)
+    balanced_target(
+        ws,
+        config.num_standby_replicas,
+        tuple(config.rack_aware_assignment_tags),
+        lambda fresh: _balanced_target(fresh, config),
+    )
     if not movements:
         _assign_stateless(ws)
         return False, {}
@@ -94,6 +99,12 @@ def assign_high_availability(
     standby_moves = assign_standby_movements(ws, caught, warmups, budget)
     _assign_stateless(ws)
     return active_moves + standby_moves > 0, warmups
+
+
+def _balanced_target(ws: Workspace, config: AssignorConfig) -> None:
+    """The state-independent part: what :func:`balanced_target` keeps between rebalances."""
+    _assign_stateful_actives(ws)
+    _assign_standbys(ws, config)
 
 
 def _assign_stateful_actives(ws: Workspace) -> None:

@@ -21,15 +21,20 @@ from __future__ import annotations
 
 import heapq
 import logging
+from collections import Counter
 from collections.abc import Collection, Iterable, Mapping
 from operator import attrgetter
 
 from assignor._java.hash_codes import int32, process_id_hash, spread, task_id_hash
 from assignor._java.hash_table import (
+    DEFAULT_CAPACITY,
+    TREEIFY_THRESHOLD,
     JavaHashSet,
     buckets_stay_small,
     copy_capacity,
     grown_table_length,
+    hash_set_order,
+    table_size_for,
 )
 from assignor.config import AssignorConfig
 from assignor.placement.client_state import ClientState
@@ -96,6 +101,8 @@ class _Run:
             [spread(process_id_hash(pid)) for pid in clients]
         )
         self.orders_by_length: dict[int, list[int]] = {}
+        # table length -> whether all clients together put at most eight in any bucket there
+        self._roomy: dict[int, bool] = {}
         # Kafka's minimum-load lookup (any client with more available capacity?) as a lazy heap.
         self.min_heap = [(0.0, -c.capacity, c.index) for c in self.clients]
         heapq.heapify(self.min_heap)
@@ -114,29 +121,64 @@ class _Run:
         self._map_previous()
 
     def _map_previous(self) -> None:
-        """``mapPreviousTaskAssignment``: last previous-active owner wins, key order by hash."""
-        self.prev_active_keys: JavaHashSet[TaskId] = JavaHashSet(task_id_hash)
-        self.prev_active: dict[TaskId, int] = {}
-        self.prev_standby: dict[TaskId, JavaHashSet[ProcessId]] = {}
+        """``mapPreviousTaskAssignment``: last previous-active owner wins, key order by hash.
+
+        Kafka's two maps are filled once and never shrink, so their iteration orders are those
+        of a set filled once in insertion order (:func:`hash_set_order`, which replays the
+        table only when a bucket could grow a tree): the tasks in the order first reported
+        active, and each task's previous standby owners in client-map order. Replaying every
+        insertion into emulated tables was most of this assignor's time in groups of hundreds
+        of clients that each keep the state of many tasks.
+        """
+        first_active: dict[TaskId, int] = {}  # task -> its last previous-active owner, in
+        # first-reported order (a dict keeps a key where it was first put)
+        standby_owners: dict[TaskId, list[int]] = {}
         for i, pid in enumerate(self.pids):
             state = self.states[pid]
             for task in sorted(state.previous_active, key=_SORT_KEY):
-                self.prev_active_keys.add(task)
-                self.prev_active[task] = i
+                first_active[task] = i
             for task in sorted(state.previous_standby, key=_SORT_KEY):
-                owners = self.prev_standby.get(task)
+                owners = standby_owners.get(task)
                 if owners is None:
-                    owners = self.prev_standby[task] = JavaHashSet(process_id_hash)
-                owners.add(pid)
-        # The copy Kafka makes of a task's previous standby owners, in its iteration order.
+                    standby_owners[task] = [i]
+                else:
+                    owners.append(i)
+        keys = list(first_active)
+        self.prev_active_keys: list[TaskId] = [
+            keys[k] for k in hash_set_order([spread(task_id_hash(t)) for t in keys], keys)
+        ]
+        self.prev_active: dict[TaskId, int] = first_active
+        # each task's previous standby owners (client numbers) in Kafka's set's order, and in
+        # the order of the copy Kafka makes of that set
+        self.prev_standby: dict[TaskId, list[int]] = {}
         self.prev_standby_copy: dict[int, list[int]] = {}
-        for task, owners in self.prev_standby.items():
+        for task, members in standby_owners.items():
+            order, copy = self._owner_orders(members)
+            self.prev_standby[task] = order
             r = self.rank.get(task)
             if r is not None:
-                members = [self.index[pid] for pid in owners]
-                self.prev_standby_copy[r] = self._new_set_order(
-                    members, copy_capacity(len(members))
-                )
+                self.prev_standby_copy[r] = copy
+
+    def _owner_orders(self, members: list[int]) -> tuple[list[int], list[int]]:
+        """The iteration orders of a no-arg ``HashSet`` filled with ``members`` in this order,
+        and of its copy (``new HashSet<>(set)``, presized).
+
+        When no bucket of the first ever holds nine keys, each is ordered by its final table's
+        bucket, then by insertion (a stable sort), and the copy's table, at least as long and
+        filled without a resize, cannot hold nine in a bucket either (its buckets split the
+        first's); if both tables are as long, the copy keeps the first's order.
+        """
+        count = len(members)
+        spread = self.spread
+        if not self._stays_small(members):
+            order = self._new_set_order(members)
+            return order, self._new_set_order(order, copy_capacity(count))
+        mask = grown_table_length(count) - 1
+        order = sorted(members, key=lambda i: spread[i] & mask)
+        copy_mask = grown_table_length(count, copy_capacity(count)) - 1
+        if copy_mask == mask:
+            return order, order
+        return order, sorted(order, key=lambda i: spread[i] & copy_mask)
 
     def _order_at(self, length: int) -> list[int]:
         """All clients in the order a set of that table length would hold them."""
@@ -147,6 +189,32 @@ class _Run:
             self.orders_by_length[length] = order
         return order
 
+    def _stays_small(self, members: list[int], capacity: int | None = None) -> bool:
+        """``buckets_stay_small`` for a set of some of the clients: at once when all the
+        clients together hold at most eight in a bucket at every length the set passes
+        through (a set holds some of them at each, so no more in any bucket), else checked.
+
+        Why: the standby step builds such a set per task from hundreds of clients, and the
+        check went over every length the set passes through each time."""
+        count = len(members)
+        if count <= TREEIFY_THRESHOLD:
+            return True
+        length = table_size_for(capacity) if capacity is not None else DEFAULT_CAPACITY
+        final = grown_table_length(count, capacity)
+        roomy = self._roomy
+        while True:
+            known = roomy.get(length)
+            if known is None:
+                mask = length - 1
+                known = roomy[length] = (
+                    max(Counter([h & mask for h in self.spread]).values()) <= TREEIFY_THRESHOLD
+                )
+            if not known:
+                return buckets_stay_small([self.spread[i] for i in members], capacity)
+            if length >= final:
+                return True
+            length <<= 1
+
     def _new_set_order(
         self, members: list[int], capacity: int | None = None, in_map_order: bool = False
     ) -> list[int]:
@@ -155,7 +223,7 @@ class _Run:
         ``in_map_order``: the members come in the client map's order, so a table of the
         map's length keeps them as they are.
         """
-        if not buckets_stay_small([self.spread[i] for i in members], capacity):
+        if not self._stays_small(members, capacity):
             chosen = JavaHashSet(process_id_hash, (self.pids[i] for i in members), capacity)
             return [self.index[pid] for pid in chosen]
         length = grown_table_length(len(members), capacity)
@@ -164,9 +232,8 @@ class _Run:
                 return members
             keep = set(members)
             return [i for i in self._order_at(length) if i in keep]
-        position = {i: k for k, i in enumerate(members)}
         mask, spread = length - 1, self.spread
-        return sorted(members, key=lambda i: (spread[i] & mask, position[i]))
+        return sorted(members, key=lambda i: spread[i] & mask)  # stable: insertion order kept
 
     # --- task pairs -------------------------------------------------------------------------
 
@@ -292,8 +359,8 @@ class _Run:
             if owners is None:
                 continue
             task = self.rank[task_id]
-            for pid in owners:
-                client = self.clients[self.index[pid]]
+            for owner in owners:
+                client = self.clients[owner]
                 if self._has_quota(client, tasks_per_thread):
                     self._give(task, client, True)
                     unassigned.discard(task_id, movable=False)

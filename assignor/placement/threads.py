@@ -379,10 +379,22 @@ class AssignedClient(Protocol):
     def prev_tasks_by_lag(self, consumer: str) -> Sequence[TaskId]: ...
 
 
+#: what :func:`distribute_client_tasks` hands a client's inputs to (a leader's cache may
+#: stand in for :func:`distribute_tasks`: ``assignor.leader.thread_cache``)
+Distribute = Callable[
+    [Sequence[str], Iterable[TaskId], Iterable[TaskId], Iterable[TaskId],
+     Mapping[str, Sequence[TaskId]]],
+    ThreadAssignment,
+]
+
+
 def distribute_client_tasks(
-    client: AssignedClient, stateful: frozenset[TaskId] | None = None
+    client: AssignedClient,
+    stateful: frozenset[TaskId] | None = None,
+    distribute: Distribute = distribute_tasks,
 ) -> ThreadAssignment:
-    """:func:`distribute_tasks` for an assigned ``ClientState``.
+    """:func:`distribute_tasks` (or ``distribute``, called as it is) for an assigned
+    ``ClientState``.
 
     ``stateful``: the topology's stateful tasks as one set, when the caller has it (the
     leader's task layout, whose tasks are the keys of every client's ``task_lags``). A client
@@ -424,10 +436,10 @@ def distribute_client_tasks(
         prev_by_lag[c] = client.prev_tasks_by_lag(c) if by_lag is None else by_lag
     assigned = getattr(client, "active", None) if stateful is not None else None
     if type(assigned) is frozenset and stateful is not None:  # two set operations in C
-        return distribute_tasks(
+        return distribute(
             consumers, assigned & stateful, client.standby, assigned - stateful, prev_by_lag
         )
-    return distribute_tasks(
+    return distribute(
         consumers, client.stateful_active, client.standby, client.stateless_active, prev_by_lag
     )
 

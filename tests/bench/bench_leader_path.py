@@ -7,8 +7,9 @@ A point is ``P,C[,T[,s[,topics]]]`` as in ``make bench``'s peer grid (tests/benc
 driven through aiokafka's interface exactly as there. Each checkout runs in its own worker
 process (its own imports), called A, B, A, B ...; printed are medians over paired runs of
 ``new/old`` for the whole ``assign()`` and for ``assign()`` minus placement (the placement
-steps, ``run_task_assignor`` and ``distribute_client_tasks``, are timed by wrapping them in the
-pipeline module). Without ``--against`` it prints this checkout's figures alone. ``--scale``
+steps, ``run_task_assignor`` and ``distribute_client_tasks``, are timed by wrapping them where
+the pipeline calls them: the pipeline module, or the leader's thread cache in checkouts that
+have it). Without ``--against`` it prints this checkout's figures alone. ``--scale``
 runs Kafka's scale-test story instead, as ``make bench``'s Java grid times our full leader
 (``leader_only``). For issue 11's leader-path work, whose part is the "minus placement" figure.
 """
@@ -43,7 +44,11 @@ def timed(fn):
             spent[0] += time.perf_counter() - began
     return wrapper
 pipeline.run_task_assignor = timed(pipeline.run_task_assignor)
-pipeline.distribute_client_tasks = timed(pipeline.distribute_client_tasks)
+if hasattr(pipeline, "distribute_client_tasks"):  # a checkout before the leader's thread cache
+    pipeline.distribute_client_tasks = timed(pipeline.distribute_client_tasks)
+else:  # per client, through the leader's kept splits (assignor.leader.thread_cache)
+    import assignor.leader.thread_cache as thread_cache
+    thread_cache.distribute_client_tasks = timed(thread_cache.distribute_client_tasks)
 SCALE = sys.argv[1] == "scale"
 def story(shape):
     if SCALE:  # Kafka's scale test as make bench's Java grid runs it: leader hosted alone

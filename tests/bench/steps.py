@@ -3,7 +3,8 @@
 The full leader path at Kafka's ManyThreadsPerClient point (10,000 consumers) costs many times
 Java's assignor + tasks-to-threads, and most of it is not the assignment: it is reading 10,000
 subscriptions and writing 10,000 answers. To say which, ``timed_steps`` wraps the pipeline's
-steps where ``assignor.leader.pipeline``, its ``cache`` and ``assignor.adapter.streams_assignor`` call them
+steps where ``assignor.leader.pipeline``, its ``cache`` and ``thread_cache`` and
+``assignor.adapter.streams_assignor`` call them
 (the functions themselves are untouched) and adds up, per step, the wall time spent inside,
 plus the garbage collector's pauses (``gc.callbacks``), which land in whatever step allocates.
 ``adapter`` is what is left of ``assign()``: building aiokafka's answer structs and the
@@ -21,6 +22,7 @@ from typing import Any
 import assignor.adapter.streams_assignor as adapter_module
 import assignor.leader.cache as cache_module
 import assignor.leader.pipeline as pipeline_module
+import assignor.leader.thread_cache as thread_cache_module
 
 #: (module, name, label) in the order the leader runs them
 STEPS = (
@@ -31,7 +33,8 @@ STEPS = (
     (cache_module, "planned_tasks", "2-3 plan tasks"),
     (pipeline_module, "build_clients", "4a client states (lags)"),
     (pipeline_module, "run_task_assignor", "4b task assignor (HA)"),
-    (pipeline_module, "distribute_client_tasks", "5 tasks to threads"),
+    # per client, through the leader's kept splits (a repeated split is a look-up)
+    (thread_cache_module, "distribute_client_tasks", "5 tasks to threads"),
     (pipeline_module, "host_maps", "6a host maps"),
     (pipeline_module, "encode_members", "6b encode answers"),
 )

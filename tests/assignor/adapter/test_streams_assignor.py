@@ -410,7 +410,9 @@ def test_offset_sums_follow_the_rule_whatever_the_consumers_hold(
     standby: list[frozenset[TaskId]],
 ) -> None:
     """Overlaps included (a task active on one consumer and a standby on another, as between
-    two consumers' assignments of different generations): the same sums, in the same order."""
+    two consumers' assignments of different generations): the same sums; the first consumer's
+    in the state's order (the others' order is their standbys': no order reaches the bytes,
+    whose encoder sorts the sums)."""
     process = _process(1, state=lambda: provided)
     consumers = max(len(running), len(standby))
     for _ in range(consumers):
@@ -420,4 +422,6 @@ def test_offset_sums_follow_the_rule_whatever_the_consumers_hold(
     for index in range(consumers):
         got = process.task_offset_sums(index)
         expected = _offset_sums_by_rule(process, index, provided)
-        assert list(got.items()) == list(expected.items())
+        assert got == expected
+        if index == 0:
+            assert list(got.items()) == list(expected.items())
