@@ -400,12 +400,14 @@ def _answer_structs(
             answer = made.get(id(member))
             if answer is None:
                 by_topic = member.by_topic
-                answer = made[id(member)] = _answer_struct(
-                    _by_topic(member.partitions)
-                    if by_topic is None
-                    else [(topic, list(numbers)) for topic, numbers in by_topic],
-                    member.user_data,
-                )
+                partitions = member.partitions
+                if by_topic is not None:
+                    listing = [(topic, list(numbers)) for topic, numbers in by_topic]
+                elif len(partitions) == 1:  # (most busy members: no call of ``_by_topic``)
+                    listing = [(partitions[0].topic, [partitions[0].partition])]
+                else:
+                    listing = _by_topic(partitions)
+                answer = made[id(member)] = _answer_struct(listing, member.user_data)
             last = member
         answers[member_id] = answer
     if len(answers) != len(members):  # answers for members aiokafka did not list: not sent
