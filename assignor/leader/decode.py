@@ -27,7 +27,6 @@ log = logging.getLogger("assignor.leader.pipeline")
 FUTURE_PROCESS_ID = ProcessId(uuid.UUID("00000000-0000-0000-0000-00000000fffe"))
 _VERSION = attrgetter("version")
 _LATEST_SUPPORTED = attrgetter("latest_supported_version")
-_USER_DATA = attrgetter("user_data")
 
 
 def decode_group(members: Mapping[str, MemberSubscription], codec: Codec) -> DecodedGroup:
@@ -142,7 +141,7 @@ def _plain_group(
     its second rebalance) the general loop's bookkeeping per member cost more than reading
     the distinct bytes.
     """
-    datas = list(map(_USER_DATA, map(members.__getitem__, ordered)))  # (read in C)
+    datas = [members[member_id].user_data for member_id in ordered]
     if set(map(type, datas)) != {bytes}:  # anything else is read per member, not shared
         return None
     used = supported = codec.latest_supported
