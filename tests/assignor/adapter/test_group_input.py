@@ -1,5 +1,5 @@
-"""The adapter's group input: one ``MemberSubscription`` per distinct (topics, bytes), shared,
-whether every member sends the same topics (read in C) or not (the loop)."""
+"""The adapter's group input: one ``MemberSubscription`` per distinct (topics, bytes), shared;
+records of the same topics share one topics tuple."""
 
 from __future__ import annotations
 
@@ -20,10 +20,11 @@ def test_same_topics_share_one_record_per_distinct_bytes() -> None:
     assert list(made) == ["d", "a", "c", "b"]
     assert made["a"] is made["b"] is made["d"] and made["a"] == MemberSubscription(("b", "a"), b"x")
     assert made["c"] == MemberSubscription(("b", "a"), b"y")
+    assert made["c"].topics is made["a"].topics
     assert topics == {"z", "a", "b"}
 
 
-def test_other_topics_or_other_data_types_take_the_loop() -> None:
+def test_other_topics_get_their_own_record_and_other_data_types_become_bytes() -> None:
     """A member of the same bytes but other topics gets its own record with its topics; data
     that is not ``bytes`` is copied to bytes."""
     members = {
