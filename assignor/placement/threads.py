@@ -293,8 +293,11 @@ def distribute_tasks(
     ordered_consumers, index_of = _consumer_order(consumers)
     if not ordered_consumers:
         raise ValueError("a client needs at least one consumer to receive tasks")
+    # The reporting consumers' positions found in C (2,000 at 1,000 threads per client); the
+    # positions are distinct, so the sort never compares the task lists.
+    known = index_of.known(compress(prev_by_lag, prev_by_lag.values()))
     prev = sorted(
-        (index_of(c), tasks) for c, tasks in prev_by_lag.items() if tasks and c in index_of
+        zip(index_of.positions(known), map(prev_by_lag.__getitem__, known), strict=True)
     )
     load = [0] * len(ordered_consumers)
     passes = []
@@ -347,6 +350,16 @@ class _IndexOf:
 
     def __call__(self, name: str) -> int:
         return bisect_left(self._keys, name if self._key is None else self._key(name))
+
+    def known(self, names: Iterable[str]) -> list[str]:
+        """The ``names`` that are consumers, in their order (checked in C)."""
+        return list(filter(self._names.__contains__, names))
+
+    def positions(self, names: Sequence[str]) -> list[int]:
+        """``[self(name) for name in names]``, bisected in C when names are their own keys."""
+        if self._key is not None:
+            return list(map(self, names))
+        return list(map(bisect_left, repeat(self._keys), names))
 
 
 def _consumer_order(consumers: Iterable[str]) -> tuple[list[str], _IndexOf]:
