@@ -406,7 +406,6 @@ _set_private = _slots["__pydantic_private__"].__set__
 _TASK_FIELDS: Final = frozenset(("subtopology", "partition", "topology"))
 _PARTITION_FIELDS: Final = frozenset(("topic", "partition"))
 
-
 _set_task_hash = vars(TaskId)["_hash"].__set__
 _set_task_sort_key = vars(TaskId)["_sort_key"].__set__
 _set_task_rank = vars(TaskId)["_rank"].__set__
@@ -441,6 +440,10 @@ def _fast_topic_partition(topic: str, partition: int) -> TopicPartition:
 
 
 _Model = TypeVar("_Model", bound=BaseModel)
+#: Per model class, the set of all its field names that :func:`trusted_model` shares among its
+#: instances (a set per message was an allocation and a tracked object per member). pydantic
+#: copies it before changing it (``model_copy(update=...)``: so not a frozenset).
+_ALL_FIELDS: dict[type[BaseModel], set[str]] = {}
 
 
 def trusted_model(cls: type[_Model], values: dict[str, Any]) -> _Model:
@@ -450,7 +453,8 @@ def trusted_model(cls: type[_Model], values: dict[str, Any]) -> _Model:
     instance's ``__dict__``; the caller must not keep it."""
     model = _new(cls)
     _set_model_dict(model, values)
-    _set_fields_set(model, set(values))
+    names = _ALL_FIELDS.get(cls) or _ALL_FIELDS.setdefault(cls, set(cls.model_fields))
+    _set_fields_set(model, names if len(values) == len(names) else set(values))
     _set_extra(model, None)
     _set_private(model, None)
     return model

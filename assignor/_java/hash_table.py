@@ -23,7 +23,8 @@ from __future__ import annotations
 import struct
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from operator import eq
+from itertools import repeat
+from operator import and_, eq
 from typing import Any, Final, Generic, TypeVar
 
 from assignor._java.hash_codes import spread
@@ -111,7 +112,9 @@ def hash_set_order(
     count = len(spread_hashes)
     if count < 2 or buckets_stay_small(spread_hashes, capacity):
         mask = grown_table_length(count, capacity) - 1
-        order = sorted(range(count), key=lambda i: spread_hashes[i] & mask)
+        # by bucket, ties in insertion order (a stable sort); the buckets computed in C
+        buckets = list(map(and_, spread_hashes, repeat(mask)))
+        order = sorted(range(count), key=buckets.__getitem__)
         if removed:
             gone = set(removed)
             order = [i for i in order if i not in gone]

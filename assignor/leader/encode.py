@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Collection, Mapping, Sequence
-from itertools import chain, islice, repeat
+from itertools import chain, compress, filterfalse, islice, repeat
 from operator import attrgetter, itemgetter, lt, sub
 from typing import cast
 
@@ -172,13 +172,11 @@ def encode_members(
 
     results: dict[str, MemberResult] = {}
     # Members with a task (or the follow-up); every other member gets a shared idle answer.
-    busy = {
-        member
-        for thread in threads.values()
-        for by_member in (thread.active, thread.standby)
-        for member, assigned in by_member.items()
-        if assigned
-    }
+    busy: set[str] = set()
+    for of_process in threads.values():
+        for by_member in (of_process.active, of_process.standby):
+            # (those whose tasks are not empty, picked in C: 20,000 entries at 10,000 members)
+            busy.update(compress(by_member, by_member.values()))
     if followup_consumer is not None:
         busy.add(followup_consumer)
 
@@ -217,23 +215,23 @@ def encode_members(
         member_hosts = maps_by_endpoint.get(id(endpoint))
         if member_hosts is None:  # (the dict keeps no endpoint alive: ``decoded`` does)
             member_hosts = maps_by_endpoint[id(endpoint)] = maps_of(info)
+        busy_ids: Sequence[str] = member_ids
         if len(member_ids) == 1:  # (a busy member's own group, mostly)
             if member_ids[0] not in busy:
                 results[member_ids[0]] = idle_answer(member_hosts)
                 continue
-        else:
-            idle_ids = [m for m in member_ids if m not in busy] if busy else member_ids
+        else:  # both kinds picked in C (8,000 idle of 10,000 members in ten groups)
+            idle_ids = list(filterfalse(busy.__contains__, member_ids)) if busy else member_ids
             if idle_ids:
                 results.update(dict.fromkeys(idle_ids, idle_answer(member_hosts)))
                 if len(idle_ids) == len(member_ids):
                     continue
+                busy_ids = list(filter(busy.__contains__, member_ids))
         first_process = process_of[member_ids[0]]
         thread = thread_by_process.get(id(first_process))
         if thread is None:
             thread = thread_by_process[id(first_process)] = threads[first_process]
-        for member_id in member_ids:
-            if member_id not in busy:
-                continue
+        for member_id in busy_ids:
             # A busy member mostly holds one task of one partition, active or standby (2,000
             # of 10,000 consumers over 1,000 tasks): those shapes skip the general sorting.
             mine = thread.active.get(member_id, ())

@@ -33,9 +33,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from operator import attrgetter, ge, itemgetter
 
 from protocol.ids import HostInfo, ProcessId
 from protocol.messages import SubscriptionInfo
+
+_FIRST = itemgetter(0)
+_VERSION = attrgetter("version")
+_LATEST_SUPPORTED = attrgetter("latest_supported_version")
 
 log = logging.getLogger(__name__)
 
@@ -136,8 +141,8 @@ def remember_upgrades(
     counting how many times in a row each has been told so already (``groups``: as in
     :func:`screen_members`)."""
     told: dict[str, tuple[int, int]] = {}
-    distinct = _distinct(subscriptions) if groups is None else [info for info, _ in groups]
-    if all(info.version >= commonly_supported for info in distinct):
+    distinct = _distinct(subscriptions) if groups is None else map(_FIRST, groups)
+    if min(map(_VERSION, distinct), default=commonly_supported) >= commonly_supported:
         return replace(screening.memory, upgrade_told=told)  # nobody is told to upgrade
     previous = screening.memory.upgrade_told
     for member_id, info in subscriptions.items():
@@ -159,10 +164,15 @@ def _find_clones(
     # id and endpoint are hashed once per group, not for every member. The groups come in the
     # order of their first member, so each process's endpoints are in the order of their
     # smallest member id.
+    # Consecutive groups of one process (its consumers' ids mostly sort together) share the
+    # decoder's process id and endpoint objects: those reuse the last list without hashing.
+    last: tuple[object, object, list[str]] = (_NOT_SEEN, _NOT_SEEN, [])
     for info, member_ids in groups:
-        by_process.setdefault(info.process_id, {}).setdefault(info.user_endpoint, []).extend(
-            member_ids
-        )
+        process_id, endpoint = info.process_id, info.user_endpoint
+        if process_id is not last[0] or endpoint is not last[1]:
+            announcing = by_process.setdefault(process_id, {}).setdefault(endpoint, [])
+            last = (process_id, endpoint, announcing)
+        last[2].extend(member_ids)
     refused: dict[str, str] = {}
     endpoints: dict[ProcessId, HostInfo | None] = {}
     for process_id, announced in by_process.items():
@@ -195,7 +205,8 @@ def _find_version_liars(
     and still send less than they claim). Returns (refused with reasons, newly refused)."""
     liars: dict[str, str] = {}
     new: list[str] = []
-    if all(info.version >= info.latest_supported_version for info, _ in groups):
+    infos = list(map(_FIRST, groups))  # (each check below runs in C over 2,010 groups)
+    if all(map(ge, map(_VERSION, infos), map(_LATEST_SUPPORTED, infos))):
         return liars, new  # every member sends all it claims: no lie, whatever it was told
     for member_id in sorted(subscriptions):
         if member_id in exclude:

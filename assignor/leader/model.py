@@ -26,6 +26,34 @@ class MemberSubscription:
     user_data: bytes
 
 
+def _fast_member_subscription(topics: tuple[str, ...], user_data: bytes) -> MemberSubscription:
+    """``MemberSubscription(topics, user_data)`` with its slots set directly, without the frozen
+    dataclass's ``object.__setattr__`` call per field: the adapter makes one per distinct
+    subscription (2,010 per rebalance at 1,000 threads per client)."""
+    made: MemberSubscription = _new_object(MemberSubscription)
+    _set_topics(made, topics)
+    _set_user_data(made, user_data)
+    return made
+
+
+def _same_member_subscriptions() -> bool:
+    """Whether :func:`_fast_member_subscription` builds what the constructor builds."""
+    try:
+        fast = _fast_member_subscription(("t",), b"x")
+        return fast == MemberSubscription(("t",), b"x") and type(fast) is MemberSubscription
+    except Exception:  # pragma: no cover - a dataclass layout without those slots
+        return False
+
+
+_new_object = object.__new__
+_set_topics = vars(MemberSubscription)["topics"].__set__
+_set_user_data = vars(MemberSubscription)["user_data"].__set__
+#: the constructor for hot paths (the slots' setters when they build an equal record)
+member_subscription = (
+    _fast_member_subscription if _same_member_subscriptions() else MemberSubscription
+)
+
+
 @dataclass(frozen=True, slots=True)
 class GroupInput:
     """Everything the leader's decision depends on; the same input gives the same output."""
@@ -112,4 +140,5 @@ __all__ = [
     "LeaderResult",
     "MemberResult",
     "MemberSubscription",
+    "member_subscription",
 ]

@@ -302,8 +302,12 @@ def build_clients(
     # bookkeeping below runs per group, not per consumer (10 groups for 8,000 consumers at
     # 1,000 threads per client).
     by_process: dict[ProcessId, list[tuple[SubscriptionInfo, tuple[str, ...]]]] = {}
+    last: tuple[ProcessId | None, list[tuple[SubscriptionInfo, tuple[str, ...]]]] = (None, [])
     for info, member_ids in member_groups(decoded):
-        by_process.setdefault(process_of[member_ids[0]], []).append((info, member_ids))
+        process_id = process_of[member_ids[0]]
+        if process_id is not last[0]:  # (a process's consecutive groups: no hash each)
+            last = (process_id, by_process.setdefault(process_id, []))
+        last[1].append((info, member_ids))
     clients: dict[ProcessId, ClientState] = {}
     for process_id, groups in by_process.items():
         first = groups[0][0]  # the group of the process's smallest member id

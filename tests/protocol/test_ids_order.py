@@ -247,3 +247,19 @@ def test_trusted_model_builds_what_model_construct_builds() -> None:
     assert fast == slow and fast.__dict__ == slow.__dict__
     assert fast.model_fields_set == slow.model_fields_set
     assert fast.model_copy(update={"unique_field": 4}).unique_field == 4
+
+
+def test_trusted_models_share_a_fields_set_that_copies_leave_alone() -> None:
+    """``trusted_model`` hands every instance of a class one shared set of all its fields;
+    a copy with changes (pydantic copies the set first) must neither fail nor change it, and
+    values naming fewer fields (outside the contract) still get their own true set."""
+    first = trusted_model(ProcessId, {"uuid": uuid.UUID(int=1)})
+    second = trusted_model(ProcessId, {"uuid": uuid.UUID(int=2)})
+    assert first.model_fields_set is second.model_fields_set
+    copied = first.model_copy(update={"uuid": uuid.UUID(int=3)})
+    assert copied == ProcessId.for_int(3) and copied.model_fields_set == {"uuid"}
+    assert copied.model_fields_set is not first.model_fields_set
+    assert first.model_fields_set == second.model_fields_set == {"uuid"}
+    partial = trusted_model(HostInfo, {"host": "h"})
+    assert partial.model_fields_set == {"host"}
+    assert trusted_model(HostInfo, {"host": "h", "port": 1}).model_fields_set == {"host", "port"}

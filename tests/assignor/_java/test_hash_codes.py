@@ -90,3 +90,28 @@ def test_task_id_hash_is_objects_hash(subtopology: int, partition: int, name: st
     task = TaskId(subtopology, partition, topology=name)
     topology = None if name is None else string_hash(name)
     assert task_id_hash(task) == objects_hash(subtopology, partition, topology)
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 2**31 - 1),
+            st.integers(0, 2**31 - 1),
+            st.one_of(st.none(), st.text(min_size=1, max_size=3)),
+        ),
+        max_size=20,
+    )
+)
+def test_spread_task_hashes_are_the_spread_java_hash_codes(
+    keys: list[tuple[int, int, str | None]],
+) -> None:
+    """Tasks-to-threads' hash-set order reads the spread hashes from the tasks' int ranks in
+    comprehensions: each must be ``spread(task_id_hash(task))``, extremes included, and a
+    named task (no rank) takes the function's path."""
+    from assignor.placement.threads import spread_task_hashes
+
+    tasks = [TaskId(s, p, topology=name) for s, p, name in keys]
+    tasks += [TaskId(INT32_MAX, INT32_MAX), TaskId(0, 0), TaskId(1, 2**16 + 1)]
+    unnamed = [task for task in tasks if task.topology is None]
+    for group in (tasks, unnamed):
+        assert spread_task_hashes(group) == [spread(task_id_hash(task)) for task in group]

@@ -387,3 +387,21 @@ def test_previous_owners_of_one_task_each_take_as_the_general_loop(
         else:
             answers.append((assigned, load))
     assert answers[0] == answers[1]
+
+
+def test_consumer_positions_found_in_bulk_are_those_found_one_by_one() -> None:
+    """``_IndexOf.known`` / ``positions`` (the reporting consumers' positions, found in C) give
+    what a membership test and a bisection per name give, for ASCII names (their own keys)
+    and for names that need Java's UTF-16 key."""
+    from assignor.placement.threads import _consumer_order
+
+    for names in (
+        [f"c-{i:03d}" for i in (5, 1, 9, 3)],
+        ["b\U0001f600", "b\uffff", "a", "\ue000x"],
+    ):
+        ordered, index_of = _consumer_order(names)
+        asked = [names[2], "stranger", names[0], names[3]]
+        known = index_of.known(asked)
+        assert known == [n for n in asked if n in index_of]
+        assert index_of.positions(known) == [index_of(n) for n in known]
+        assert [ordered[i] for i in index_of.positions(known)] == known
