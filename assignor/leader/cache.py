@@ -21,6 +21,7 @@ from operator import attrgetter, rshift
 
 from assignor.leader.task_table import TaskTable
 from assignor.leader.thread_cache import ThreadCache
+from assignor.placement.target_cache import TargetCache
 from assignor.topology.model import Topology
 from assignor.topology.tasks import TaskLayout, plan_tasks
 from protocol.ids import TaskId, TopicPartition
@@ -106,7 +107,14 @@ class LeaderCache:
     """
 
     __slots__ = (
-        "_end_sums", "_offsets", "_offsets_layout", "_plan", "_plan_key", "_topology", "threads"
+        "_end_sums",
+        "_offsets",
+        "_offsets_layout",
+        "_plan",
+        "_plan_key",
+        "_topology",
+        "targets",
+        "threads",
     )
 
     def __init__(self) -> None:
@@ -118,6 +126,8 @@ class LeaderCache:
         self._end_sums: dict[TaskId, int] | None = None
         #: each client's last split of its tasks over its threads
         self.threads = ThreadCache()
+        #: the high-availability assignor's last balanced target
+        self.targets = TargetCache()
 
     def plan(self, topology: Topology, source_partitions: Mapping[str, int]) -> PlannedTasks:
         """The task plan for these partition counts, reused while topology and counts stay."""

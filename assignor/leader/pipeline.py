@@ -46,6 +46,7 @@ from assignor.leader.guard import screen_members
 from assignor.leader.model import DecodedGroup, GroupInput, LeaderResult
 from assignor.placement.client_state import ClientState
 from assignor.placement.lags import LONG_MAX, TaskLags, end_offset_sum, unknown_end_offset_sums
+from assignor.placement.target_cache import TargetCache
 from assignor.placement.task_assignor import TaskAssignment, TaskAssignor
 from assignor.topology.internal_topics import InternalTopics, size_internal_topics
 from assignor.topology.model import Topology
@@ -132,7 +133,7 @@ def _assign_decoded(
     clients = build_clients(decoded, layout, end_sums)
     assignor_name = choose_task_assignor(config, lags_known=end_sums is not None)
     try:
-        assignment = run_task_assignor(assignor_name, clients, layout, config)
+        assignment = run_task_assignor(assignor_name, clients, layout, config, cache.targets)
         stateful = layout.stateful
         threads = cache.threads.split(assignment.clients, stateful)
     except Exception as exc:  # an assignor bug must not take the group down
@@ -360,12 +361,13 @@ def build_clients(
 # --- step 4 ----------------------------------------------------------------------------------
 
 
-def task_assignor(name: str) -> TaskAssignor:
-    """The task assignor called ``name`` (``AssignorConfig.task_assignor``'s values)."""
+def task_assignor(name: str, targets: TargetCache | None = None) -> TaskAssignor:
+    """The task assignor called ``name`` (``AssignorConfig.task_assignor``'s values);
+    ``targets``: the leader's kept balanced target, for the high-availability assignor."""
     if name == "high_availability":
         from assignor.placement.high_availability import HighAvailabilityTaskAssignor
 
-        return HighAvailabilityTaskAssignor()
+        return HighAvailabilityTaskAssignor(targets)
     if name == "legacy_sticky":
         from assignor.placement.legacy_sticky import LegacyStickyTaskAssignor
 
@@ -395,8 +397,11 @@ def run_task_assignor(
     clients: Mapping[ProcessId, ClientState],
     layout: TaskLayout,
     config: AssignorConfig,
+    targets: TargetCache | None = None,
 ) -> TaskAssignment:
-    return task_assignor(name).place_tasks(clients, tuple(layout.tasks), layout.stateful, config)
+    return task_assignor(name, targets).place_tasks(
+        clients, tuple(layout.tasks), layout.stateful, config
+    )
 
 
 

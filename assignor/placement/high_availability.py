@@ -28,7 +28,7 @@ from assignor.placement.standby import (
     assign_standbys_tag_aware,
     tag_movement_allowed,
 )
-from assignor.placement.target_cache import balanced_target
+from assignor.placement.target_cache import TargetCache
 from assignor.placement.task_assignor import TaskAssignment
 from assignor.placement.task_movement import assign_active_movements, assign_standby_movements
 from assignor.placement.workspace import Workspace
@@ -41,6 +41,12 @@ class HighAvailabilityTaskAssignor:
     """The default :class:`~assignor.placement.task_assignor.TaskAssignor`."""
 
     name = "high_availability"
+
+    __slots__ = ("_targets",)
+
+    def __init__(self, targets: TargetCache | None = None) -> None:
+        #: the leader's kept balanced target (``None``: computed afresh every time)
+        self._targets = targets
 
     def place_tasks(
         self,
@@ -63,7 +69,9 @@ class HighAvailabilityTaskAssignor:
             with_lags=not lone,
             acceptable_lag=config.acceptable_recovery_lag,
         )
-        probing, warmups = assign_high_availability(ws, config, movements=not lone)
+        probing, warmups = assign_high_availability(
+            ws, config, movements=not lone, targets=self._targets
+        )
         result = ws.results()
         probing_text = "" if probing else " no"
         log.debug("Decided on assignment with%s followup probing rebalance.", probing_text)
@@ -79,16 +87,24 @@ class HighAvailabilityTaskAssignor:
 
 
 def assign_high_availability(
-    ws: Workspace, config: AssignorConfig, *, movements: bool = True
+    ws: Workspace,
+    config: AssignorConfig,
+    *,
+    movements: bool = True,
+    targets: TargetCache | None = None,
 ) -> tuple[bool, dict[int, set[int]]]:
     """All of KIP-441 on a workspace; returns (probing rebalance needed, warm-ups per client).
-    ``movements=False``: the caller knows none can be scheduled (a lone client)."""
-    balanced_target(
-        ws,
-        config.num_standby_replicas,
-        tuple(config.rack_aware_assignment_tags),
-        lambda fresh: _balanced_target(fresh, config),
-    )
+    ``movements=False``: the caller knows none can be scheduled (a lone client). ``targets``:
+    the leader's kept balanced target, reused when its inputs are equal."""
+    if targets is None:
+        _balanced_target(ws, config)
+    else:
+        targets.place(
+            ws,
+            config.num_standby_replicas,
+            tuple(config.rack_aware_assignment_tags),
+            lambda fresh: _balanced_target(fresh, config),
+        )
     if not movements:
         _assign_stateless(ws)
         return False, {}
@@ -102,7 +118,7 @@ def assign_high_availability(
 
 
 def _balanced_target(ws: Workspace, config: AssignorConfig) -> None:
-    """The state-independent part: what :func:`balanced_target` keeps between rebalances."""
+    """The state-independent part: what a :class:`TargetCache` keeps between rebalances."""
     _assign_stateful_actives(ws)
     _assign_standbys(ws, config)
 

@@ -17,7 +17,10 @@ lines the steps emit (the standby shortfall, rack-aware fallbacks) are recorded 
 emitted again on a hit, so a cached rebalance logs what a fresh one logs; the standby logger's
 effective level is part of the key, so a record it dropped then is not missing later.
 
-Bounded: one entry (the last target), held per process; a miss replaces it.
+Bounded: one entry (the last target) per :class:`TargetCache`; a miss replaces it. The leader
+holds one in its ``LeaderCache`` and hands it to the assignor it builds for each rebalance;
+without one (``HighAvailabilityTaskAssignor()``, the conformance harness, the CLI) the target is
+computed afresh, so the placement itself keeps no state.
 """
 
 from __future__ import annotations
@@ -67,9 +70,6 @@ class _Recorder:
         return True
 
 
-_last: list[_Target | None] = [None]
-
-
 def _key(ws: Workspace, replicas: int, rack_tags: tuple[str, ...]) -> tuple[Any, ...]:
     tags: tuple[tuple[tuple[str, str], ...], ...] = ()
     if replicas and rack_tags:
@@ -88,49 +88,54 @@ def _key(ws: Workspace, replicas: int, rack_tags: tuple[str, ...]) -> tuple[Any,
     )
 
 
-def balanced_target(
-    ws: Workspace,
-    replicas: int,
-    rack_tags: tuple[str, ...],
-    compute: Callable[[Workspace], None],
-) -> bool:
-    """Put the balanced target on the fresh workspace ``ws``: a copy of the kept one when the
-    inputs equal its key, else ``compute(ws)`` (which is then kept). Returns whether it was a
-    copy. ``ws`` must not have been assigned anything yet."""
-    if ws.touched or any(ws.count):
-        raise ValueError("the balanced target goes on a fresh workspace")
-    key = _key(ws, replicas, rack_tags)
-    kept = _last[0]  # one read: another thread's replacement cannot split it
-    if kept is not None and kept.key == key:
-        ws.active[:] = [set(s) for s in kept.active]
-        ws.standby[:] = [set(s) for s in kept.standby]
-        ws.count[:] = kept.count
-        ws.keys[:] = kept.keys
-        ws.touched.extend(kept.touched)
-        for level, message, args in kept.said:
-            _LOG.log(level, message, *args)
-        return True
-    recorder = _Recorder()
-    _LOG.addFilter(recorder)
-    try:
-        compute(ws)
-    finally:
-        _LOG.removeFilter(recorder)
-    _last[0] = _Target(
-        key,
-        tuple(map(frozenset, ws.active)),
-        tuple(map(frozenset, ws.standby)),
-        tuple(ws.count),
-        tuple(ws.keys),
-        tuple(ws.touched),
-        tuple(recorder.said),
-    )
-    return False
+class TargetCache:
+    """The last balanced target and its inputs (one per leader; aiokafka calls ``assign()``
+    from one event loop)."""
+
+    __slots__ = ("_last",)
+
+    def __init__(self) -> None:
+        self._last: _Target | None = None
+
+    def place(
+        self,
+        ws: Workspace,
+        replicas: int,
+        rack_tags: tuple[str, ...],
+        compute: Callable[[Workspace], None],
+    ) -> bool:
+        """Put the balanced target on the fresh workspace ``ws``: a copy of the kept one when
+        the inputs equal its key, else ``compute(ws)`` (which is then kept). Returns whether it
+        was a copy. ``ws`` must not have been assigned anything yet."""
+        if ws.touched or any(ws.count):
+            raise ValueError("the balanced target goes on a fresh workspace")
+        key = _key(ws, replicas, rack_tags)
+        kept = self._last
+        if kept is not None and kept.key == key:
+            ws.active[:] = [set(s) for s in kept.active]
+            ws.standby[:] = [set(s) for s in kept.standby]
+            ws.count[:] = kept.count
+            ws.keys[:] = kept.keys
+            ws.touched.extend(kept.touched)
+            for level, message, args in kept.said:
+                _LOG.log(level, message, *args)
+            return True
+        recorder = _Recorder()
+        _LOG.addFilter(recorder)
+        try:
+            compute(ws)
+        finally:
+            _LOG.removeFilter(recorder)
+        self._last = _Target(
+            key,
+            tuple(map(frozenset, ws.active)),
+            tuple(map(frozenset, ws.standby)),
+            tuple(ws.count),
+            tuple(ws.keys),
+            tuple(ws.touched),
+            tuple(recorder.said),
+        )
+        return False
 
 
-def forget() -> None:
-    """Drop the kept target (tests; nothing else needs to)."""
-    _last[0] = None
-
-
-__all__ = ["balanced_target", "forget"]
+__all__ = ["TargetCache"]

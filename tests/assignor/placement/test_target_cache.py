@@ -10,21 +10,22 @@ from typing import Any
 import pytest
 
 from assignor.config import AssignorConfig
-from assignor.placement import target_cache
 from assignor.placement.client_state import ClientState
 from assignor.placement.high_availability import _balanced_target
-from assignor.placement.target_cache import balanced_target
+from assignor.placement.target_cache import TargetCache
 from assignor.placement.workspace import Workspace
 from protocol.ids import ProcessId, TaskId
 
 _ZONES = ("a", "b", "c")
 
 
+_targets = [TargetCache()]  # the leader's one cache; each test starts with an empty one
+
+
 @pytest.fixture(autouse=True)
 def _no_kept_target() -> Iterator[None]:
-    target_cache.forget()
+    _targets[0] = TargetCache()
     yield
-    target_cache.forget()
 
 
 def _group(rng: random.Random) -> tuple[dict[ProcessId, ClientState], list[TaskId], int, bool]:
@@ -53,7 +54,7 @@ def _place(
     clients: dict[ProcessId, ClientState], tasks: list[TaskId], config: AssignorConfig
 ) -> tuple[Workspace, bool]:
     ws = Workspace(clients, tasks, tasks, with_lags=False)
-    copied = balanced_target(
+    copied = _targets[0].place(
         ws,
         config.num_standby_replicas,
         tuple(config.rack_aware_assignment_tags),
@@ -150,4 +151,4 @@ def test_only_a_fresh_workspace_takes_a_target() -> None:
     ws = Workspace(clients, [TaskId(0, 0)], [TaskId(0, 0)], with_lags=False)
     ws.assign_active(0, 0)
     with pytest.raises(ValueError):
-        balanced_target(ws, 0, (), lambda fresh: None)
+        TargetCache().place(ws, 0, (), lambda fresh: None)
