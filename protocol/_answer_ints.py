@@ -7,9 +7,11 @@ codec then writes (or refuses) the answer.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import chain, repeat
 from operator import and_, attrgetter, itemgetter, rshift
+
+import msgpack
 
 from protocol._limits import MAX_STANDBY_PARTITIONS
 from protocol.ids import TaskId, TopicPartition
@@ -21,6 +23,7 @@ _PARTITION = attrgetter("partition")
 _TOPIC = attrgetter("topic")
 _RANK = attrgetter("_rank")  # set on unnamed tasks only (protocol.ids)
 _PARTITION_BITS = (1 << 31) - 1
+_CODE_NUMBER_BITS = (1 << 32) - 1  # a plan code is topic rank << 32 | partition
 _FIRST = itemgetter(0)
 _SECOND = itemgetter(1)
 
@@ -94,3 +97,44 @@ def ranked_standby_entries(
 
 
 __all__ = ["Fallback", "ranked_standby_entries", "unnamed_task_ints"]
+
+
+def packed_standby_entries(
+    ranks: Sequence[int],
+    codes: Sequence[Sequence[int]],
+    topic_of: Sequence[int | None],
+    named: bool,
+) -> list[bytes | None]:
+    """Every task's standby entry as the writer packs it (``[subtopology, partition]`` then
+    ``topic index, partition number`` per partition, ``0`` first when ``named``), from ints a
+    leader keeps per plan: ``ranks[i]`` the task's rank (``subtopology << 31 | partition``),
+    ``codes[j][i]`` its partition of column ``j`` (``topic rank << 32 | number``) and
+    ``topic_of`` the answers' index of each topic rank. A task whose topic the index lacks is
+    ``None`` (the codec then writes or refuses the answer). Packed here, beside the writer,
+    so that only ``protocol`` knows the bytes."""
+    pack = msgpack.Packer(use_bin_type=True).pack
+    if len(codes) == 1:  # one partition per task: the columns in C
+        (column,) = codes
+        columns = (
+            map(rshift, ranks, repeat(31)),
+            map(and_, ranks, repeat(_PARTITION_BITS)),
+            map(topic_of.__getitem__, map(rshift, column, repeat(32))),
+            map(and_, column, repeat(_CODE_NUMBER_BITS)),
+        )
+        rows = zip(repeat(0), *columns, strict=False) if named else zip(*columns, strict=True)
+        return [None if None in row else pack(row) for row in rows]
+    made: list[bytes | None] = []  # copartitioned topics: (topic, partition) order, as codes
+    for rank, task_codes in zip(ranks, zip(*codes, strict=True), strict=True):
+        row: list[int | None] = [0] if named else []
+        row += [rank >> 31, rank & _PARTITION_BITS]
+        for code in sorted(task_codes):
+            row += [topic_of[code >> 32], code & _CODE_NUMBER_BITS]
+        made.append(None if None in row else pack(row))
+    return made
+
+
+def packed_array(entries: Sequence[bytes]) -> bytes:
+    """Packed elements joined behind their array header: the bytes msgpack writes for the
+    array of them."""
+    header: bytes = msgpack.Packer().pack_array_header(len(entries))
+    return header + b"".join(entries)

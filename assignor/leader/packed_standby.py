@@ -15,25 +15,23 @@ byte-identical).
 
 Only a plan with a ``TaskTable`` (every task of the same number of partitions: one topic, or
 copartitioned topics) of unnamed tasks takes this path; anything else returns ``None`` and the
-writer reads the tasks as before.
+writer reads the tasks as before. The bytes themselves are packed in ``protocol._answer_ints``,
+beside the writer: the leader keeps only which task sits where.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from itertools import repeat
-from operator import and_, attrgetter, is_, rshift
+from operator import attrgetter, is_
 from typing import Final
 
-import msgpack
-
 from assignor.leader.cache import PlannedTasks
+from protocol._answer_ints import packed_array, packed_standby_entries
 from protocol._limits import MAX_STANDBY_PARTITIONS
 from protocol.ids import TaskId, TopicPartition
 
 _RANK = attrgetter("_rank")  # unnamed tasks only: (subtopology << 31) | partition
-_PARTITION_BITS: Final = (1 << 31) - 1
-_CODE_NUMBER_BITS: Final = (1 << 32) - 1  # a plan code is topic rank << 32 | partition
 #: Most topic dictionaries a plan keeps packed entries for (one per distinct host maps' topics:
 #: one in a group's life, mostly).
 MAX_KEPT_DICTIONARIES: Final = 4
@@ -77,8 +75,7 @@ def standby_packed(
     packed = list(map(entries.__getitem__, places))
     if None in packed:
         return None  # a partition of a topic the host maps do not name: the codec's
-    header: bytes = msgpack.Packer().pack_array_header(len(packed))
-    return header + b"".join(packed)  # type: ignore[arg-type]
+    return packed_array(packed)  # type: ignore[arg-type]
 
 
 def standby_map(
@@ -125,25 +122,7 @@ def _entries(
             return None
         ranks = [rank for rank, _ in by_place]
     topic_of = [topic_index.get(topic) for topic in table.topics]
-    pack = msgpack.Packer(use_bin_type=True).pack
-    made: list[bytes | None]
-    if len(table.codes) == 1:  # one partition per task: the columns in C
-        columns = (
-            map(rshift, ranks, repeat(31)),
-            map(and_, ranks, repeat(_PARTITION_BITS)),
-            map(topic_of.__getitem__, map(rshift, codes, repeat(32))),
-            map(and_, codes, repeat(_CODE_NUMBER_BITS)),
-        )
-        rows = zip(repeat(0), *columns, strict=False) if named else zip(*columns, strict=True)
-        made = [None if None in row else pack(row) for row in rows]
-    else:  # copartitioned topics: a task's partitions in (topic, partition) order, as codes
-        made = []
-        for rank, task_codes in zip(ranks, zip(*table.codes, strict=True), strict=True):
-            row: list[int | None] = [0] if named else []
-            row += [rank >> 31, rank & _PARTITION_BITS]
-            for code in sorted(task_codes):
-                row += [topic_of[code >> 32], code & _CODE_NUMBER_BITS]
-            made.append(None if None in row else pack(row))
+    made = packed_standby_entries(ranks, table.codes, topic_of, named)
     kept[key] = made
     return made
 
