@@ -13,10 +13,12 @@ Sections (``docs/bench/README.md`` explains how to read them):
 5. the older benches, verbatim: protocol size vs Kafka v11, the shim's cost, task planning.
 
 Every timed figure is the median (min-max) of up to ``--runs`` warm runs (5 by default; fewer
-only when a point's budget ran out, and then ``n=`` says so), each target beside its figure with
-a verdict. Benchmarks never fail on timings: the exit status is non-zero only when the bench
-cannot run. Results go to ``bench-results/<timestamp>/report.{json,md}``; ``--publish`` also
-copies the Markdown to ``docs/bench/latest.md``.
+only when a point's budget ran out, and then ``n=`` says so, a note names the point and the
+summary counts such figures), each target beside its figure with a verdict. The full report has
+``FULL_TOTAL_S``: the peer grid, which needs the most, runs last on what the others left.
+Benchmarks never fail on timings: the exit status is non-zero only when the bench cannot run.
+Results go to ``bench-results/<timestamp>/report.{json,md}``; ``--publish`` also copies the
+Markdown to ``docs/bench/latest.md``.
 """
 
 from __future__ import annotations
@@ -579,6 +581,11 @@ def growth(report: Report, quick: bool, runs: int, budget_s: float) -> None:
             print(section.notes[-1], flush=True)
         if not results:
             continue
+        if len(results) < runs and not stopped:
+            section.notes.append(
+                f"P={p:,} C={c:,}: n={len(results)} of {runs}: its share of the section's time "
+                f"({share:.0f} s) ran out ({time.perf_counter() - started:.0f} s in all).")
+            print(section.notes[-1], flush=True)
         for curve, p2, c2 in points:  # print as measured: a failure later keeps these
             if (p2, c2) == (p, c):
                 _growth_rows(section, table, curve, p, c, results, traced)
