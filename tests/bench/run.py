@@ -831,7 +831,16 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             before = len(report.sections)
             if stage == "java":
-                java_grid(report, workers["ours"], quick, args.runs, budgets["java"])
+                # Its own worker for ours, warmed as the others: the peer grid's ours worker
+                # then comes to the grid with only its warm-up behind it, as before the grid
+                # ran last (the scale shapes' caches and heap stay in this one).
+                java_worker = Worker("ours-java")
+                try:
+                    java_worker.call("story", side="ours", shape=warm)
+                    java_worker.call("leader_story", shape=warm)
+                    java_grid(report, java_worker, quick, args.runs, budgets["java"])
+                finally:
+                    java_worker.close()
             elif stage == "growth":
                 growth(report, quick, args.runs, budgets["growth"])
             elif stage == "older":
