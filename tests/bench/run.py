@@ -164,7 +164,11 @@ def peer_grid(
             "real, every other member a real assignor reading its own answer with the host "
             "maps cut to its own endpoint, and `ours member ms` is the mean over the leader's "
             "instance and a sample of 5 members reading the full answer; Faust's and "
-            "aiokafka's members are all hosted in their workers (theirs keep little state). "
+            "aiokafka's members are all hosted in their workers (theirs keep little state), all "
+            "read their answers in the first rebalance and the leader's instance and 5 members "
+            "in the second, the story's last (`Faust member ms` is their mean there). Each "
+            "point's first run comes in a first pass over the grid; its other runs share the "
+            "time left by what one run of each point cost. "
             f"Targets: {VS_FAUST.text()}; {VS_STICKY.text()}.",
         )
     )
