@@ -48,6 +48,9 @@ RUNS = 2 if QUICK else 5
 WARM_SCENARIOS = 11
 SIDES = (1, 2)
 SEED = 0
+#: No new pair of runs starts past this (the warm-up included): about 150 s on a quiet machine,
+#: so a loaded one ends with fewer runs, said beside the figures, rather than at run.py's kill.
+BUDGET_S = 300.0
 
 _sessions: dict[int, tuple[AbstractContextManager[Any], Any]] = {}
 
@@ -107,15 +110,19 @@ def main() -> None:
             for cores, worker in workers.items():  # A, B, A, B
                 seen[cores].append(
                     worker.call("sweep_once", cores=cores, scenarios=SCENARIOS, timeout=900))
+            if time.perf_counter() - began > BUDGET_S:
+                break
         for worker in workers.values():
             worker.call("close_sessions", timeout=120)
     finally:
         for worker in workers.values():
             worker.close()
     replays = seen[1][0]["replays"]
+    runs = len(seen[1])
+    short = (f" (n={runs}: the bench's {BUDGET_S:.0f} s ran out)" if runs < RUNS else "")
     print(f"medium mix, {SCENARIOS} scenarios x every default assignor = {replays:.0f} replays "
-          f"a run; {RUNS} runs a side, interleaved, each side in its own warm Spark session "
-          f"(warm-up {warm_s:.0f} s, not counted); median (min-max)")
+          f"a run; {runs} runs a side{short}, interleaved, each side in its own warm Spark "
+          f"session (warm-up {warm_s:.0f} s, not counted); median (min-max)")
     print(f"{'master':9} {'batches':>7} {'replays/s':>10} {'min-max':>12} {'per core':>9} "
           f"{'min-max':>12} {'with writes':>12} {'cores busy':>11}")
     rate = {c: [r["replays"] / r["replay_s"] for r in seen[c]] for c in SIDES}
