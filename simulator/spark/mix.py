@@ -285,6 +285,15 @@ def jobs(cases: Sequence[Case], assignors: Sequence[str]) -> list[Job]:
 #: 63-67 % of the time, batches of 8 87-93 %), while a batch of 1/16 per core of the work is
 #: still small enough that the cheapest batches, last in line, end together.
 BATCHES_PER_CORE = 16
+#: Least estimated work of a batch (unless a job alone or ``max_jobs`` ends it first): about
+#: 0.5-1 s of replays. Without it a small sweep's batches shrink with the cores (1/16 of each
+#: core's share), so two cores ran twice as many Spark tasks for the same replays and paid each
+#: task's time around its replays twice as often: 24 medium cases (cost 42,530) on local[2]
+#: were 30 batches, 5.12 replays/s, cores busy 80 %; with this floor 20 batches (as on one
+#: core), 5.88 replays/s, 86 % (3 runs each, alternated in one warm session, loaded machine).
+#: A sweep the size of ``make simulate``'s (cost ~4.9 million, batches capped by ``MAX_JOBS``)
+#: never reaches it.
+MIN_BATCH_COST = 2_500
 #: Most jobs in one batch (``--batch``): the driver's progress bar moves when a batch ends.
 MAX_JOBS = 64
 
@@ -292,13 +301,14 @@ MAX_JOBS = 64
 def batches(cases: Sequence[Case], assignors: Sequence[str], parallelism: int,
             max_jobs: int = MAX_JOBS) -> list[list[Job]]:
     """The jobs cut into Spark partitions, costliest first: at most ``max_jobs`` each and at
-    most :data:`BATCHES_PER_CORE` per core's share of the estimated cost each (a job costlier
-    than that runs alone in its batch). Spark starts the partitions in order, each on the
-    next free core, so the big groups run first and the cheap batches fill in at the end."""
+    most :data:`BATCHES_PER_CORE` per core's share of the estimated cost each, but not less
+    than :data:`MIN_BATCH_COST` (a job costlier than that runs alone in its batch). Spark
+    starts the partitions in order, each on the next free core, so the big groups run first
+    and the cheap batches fill in at the end."""
     cost = {c.case_id: c.cost for c in cases}
     ordered = jobs(cases, assignors)
     costs = [assignor_cost(cost[j[0]], j[4]) for j in ordered]
-    budget = max(1, sum(costs) // max(1, BATCHES_PER_CORE * parallelism))
+    budget = max(MIN_BATCH_COST, sum(costs) // max(1, BATCHES_PER_CORE * parallelism))
     out: list[list[Job]] = []
     current: list[Job] = []
     spent = 0
@@ -317,6 +327,7 @@ __all__ = [
     "ASSIGNOR_WEIGHT",
     "BATCHES_PER_CORE",
     "MAX_JOBS",
+    "MIN_BATCH_COST",
     "MIXES",
     "OPT_IN_ASSIGNORS",
     "ROLLING_FAMILIES",

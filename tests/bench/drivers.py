@@ -120,10 +120,23 @@ class Round:
         }
 
 
+#: Members besides the leader's instance that read their answer in a story's last rebalance
+#: (the same sample as ours in ``leader_only``): nothing reads the group's state after it, and
+#: at 1,000 members x 2 threads Faust's ``on_assignment`` of every member took 17 s a run.
+LAST_ROUND_SAMPLE = 5
+
+
 def rebalance(
-    members: Sequence[tuple[str, Any, list[str]]], cluster: Any, *, trace: bool = False
+    members: Sequence[tuple[str, Any, list[str]]],
+    cluster: Any,
+    *,
+    trace: bool = False,
+    readers: int | None = None,
 ) -> Round:
-    """One rebalance of ``members`` (id, assignor, topics); the first member leads."""
+    """One rebalance of ``members`` (id, assignor, topics); the first member leads. Every
+    member's answer is encoded; the first ``readers`` members (all when ``None``) decode theirs
+    and call ``on_assignment()``, and ``member_ms`` is the mean over the members that did:
+    a story's last rebalance passes a sample, because no later rebalance reads their state."""
     clock = time.perf_counter
     began = clock()
     joined: dict[str, bytes] = {}
@@ -147,13 +160,16 @@ def rebalance(
         mid: answer if isinstance(answer, bytes) else answer.encode()
         for mid, answer in answers.items()
     }
+    reading = members if readers is None else members[:readers]
+    # The members' JoinGroup share is the mean over all; their reading over those who read.
+    member_s *= len(reading) / len(members)
     began = clock()
-    for mid, assignor, _ in members:
+    for mid, assignor, _ in reading:
         assignor.on_assignment(ConsumerProtocol.ASSIGNMENT.decode(synced[mid]))
     member_s += clock() - began
     return Round(
         assign_ms=assign_s * 1000,
-        member_ms=member_s * 1000 / len(members),
+        member_ms=member_s * 1000 / len(reading),
         join_bytes=[len(joined[mid]) for mid, _, _ in members],
         sync_bytes=[len(synced[mid]) for mid, _, _ in members],
         peak_mib=peak,
@@ -298,12 +314,16 @@ def run_story(
     cluster = cluster_for(shape)
     instances = new_group(side, shape)
     everyone = [m for group in instances for m in group]
-    rounds = {"first": rebalance(everyone, cluster, trace=trace)}
     remaining = [m for group in instances[:-1] for m in group]
+    # The last rebalance's answers are read by the leader's instance and a sample only.
+    last = shape.threads + LAST_ROUND_SAMPLE
+    rounds = {"first": rebalance(everyone, cluster, trace=trace,
+                                 readers=None if remaining else last)}
     if remaining:
-        rounds["second"] = rebalance(remaining, cluster, trace=trace)
+        rounds["second"] = rebalance(remaining, cluster, trace=trace,
+                                     readers=None if stable else last)
         if stable:
-            rounds["stable"] = rebalance(remaining, cluster, trace=trace)
+            rounds["stable"] = rebalance(remaining, cluster, trace=trace, readers=last)
     return {name: r.summary() for name, r in rounds.items()}
 
 

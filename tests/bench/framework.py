@@ -5,7 +5,8 @@
   killed by pid if it does not exit).
 - ``interleave``: calls the sides A, B, A, B ... so the machine's noise hits every side alike;
   at least ``runs`` rounds unless a round costs more than the budget allows (then fewer, and
-  the figure says how many).
+  the figure says how many); ``rounds_within`` says how many rounds of a known cost a share of
+  a budget holds.
 - ``Figure``: median, min and max of the runs; ``ratio`` is the median of the paired ratios
   (run i of A over run i of B), which holds better on a noisy machine than a ratio of medians.
 - ``Target``: goal and must bounds on a ratio; ``verdict`` says "meets", "misses goal" or
@@ -32,6 +33,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 HASH_SEED = "0"  # aiokafka's sticky assignor's result depends on set order, so on the seed
 CALL_TIMEOUT_S = 1800.0
+#: Issue 11: every figure is the median, min and max of at least this many warm runs; a figure
+#: on fewer says ``n=`` beside it, and the summary counts them.
+MIN_RUNS = 5
 
 
 class WorkerFailed(RuntimeError):
@@ -110,6 +114,16 @@ def interleave(
     return results
 
 
+def rounds_within(share_s: float, round_s: float, most: int) -> int:
+    """How many rounds of ``round_s`` seconds to take within ``share_s``, at most ``most``:
+    rounded to the nearest, so that a point whose share falls just short of a round still
+    takes it, and a point that would overrun its share by more than half a round does not
+    take time from the points after it."""
+    if round_s <= 0:
+        return most
+    return max(0, min(most, int(share_s / round_s + 0.5)))
+
+
 class Budget:
     """Seconds for a section, shared out over its points as they come: each point gets an
     equal share of what is left, so the report ends on time however slow the machine is."""
@@ -144,10 +158,11 @@ class Figure:
         n = len(self.values)
         low, high = number_text(min(self.values)), number_text(max(self.values))
         spread = f" ({low}-{high})" if n > 1 else ""
-        runs = f" n={n}" if n < 5 else ""
+        runs = f" n={n}" if n < MIN_RUNS else ""
         return f"{number_text(self.median)}{unit}{spread}{runs}"
 
     def data(self) -> dict[str, Any]:
+        """The figure in ``report.json``: its runs too, so the summary can count short ones."""
         return {
             "median": self.median,
             "min": min(self.values),
@@ -275,3 +290,15 @@ class Report:
         }
         (folder / "report.json").write_text(json.dumps(payload, indent=1, default=str) + "\n")
         (folder / "report.md").write_text(self.markdown())
+
+
+def short_figures(data: Any) -> int:
+    """How many figures (``Figure.data()`` dicts, found at any depth) rest on fewer than
+    :data:`MIN_RUNS` runs."""
+    if isinstance(data, dict):
+        if isinstance(data.get("runs"), list) and "median" in data:
+            return int(len(data["runs"]) < MIN_RUNS)
+        return sum(short_figures(v) for v in data.values())
+    if isinstance(data, list):
+        return sum(short_figures(v) for v in data)
+    return 0

@@ -13,10 +13,12 @@ Sections (``docs/bench/README.md`` explains how to read them):
 5. the older benches, verbatim: protocol size vs Kafka v11, the shim's cost, task planning.
 
 Every timed figure is the median (min-max) of up to ``--runs`` warm runs (5 by default; fewer
-only when a point's budget ran out, and then ``n=`` says so), each target beside its figure with
-a verdict. Benchmarks never fail on timings: the exit status is non-zero only when the bench
-cannot run. Results go to ``bench-results/<timestamp>/report.{json,md}``; ``--publish`` also
-copies the Markdown to ``docs/bench/latest.md``.
+only when a point's budget ran out, and then ``n=`` says so, a note names the point and the
+summary counts such figures), each target beside its figure with a verdict. The full report has
+``FULL_TOTAL_S``: the peer grid, which needs the most, runs last on what the others left.
+Benchmarks never fail on timings: the exit status is non-zero only when the bench cannot run.
+Results go to ``bench-results/<timestamp>/report.{json,md}``; ``--publish`` also copies the
+Markdown to ``docs/bench/latest.md``.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +43,7 @@ if str(ROOT) not in sys.path:
 
 from protocol._limits import MAX_HOST_MAP_PARTITIONS  # noqa: E402
 from tests.bench.framework import (  # noqa: E402
+    MIN_RUNS,
     Budget,
     Figure,
     Report,
@@ -51,6 +55,8 @@ from tests.bench.framework import (  # noqa: E402
     interleave,
     number_text,
     ratio,
+    rounds_within,
+    short_figures,
 )
 
 STEP_COLUMNS = (
@@ -76,12 +82,22 @@ QUICK_GROWTH_MEMBERS = (10, 100, 1_000)  # over 1,000 partitions
 # Seconds per section, shared out over its points (fewer runs where a point is slow, and the
 # figure says n=): the full report fits in 30 minutes, the quick one in a few.
 BIG_GROWTH_POINTS = ((100_000, 1_000), (10_000, 10_000))  # the issue's growth targets
-BIG_POINT_CAP_S = 150.0  # each, in the growth budget: past it the point says 'did not finish'
+BIG_POINT_CAP_S = 120.0  # each, in the growth budget: past it the point says 'did not finish'
 OLDER_TIMEOUT_S = 180.0  # each older bench: about 10-40 s on a quiet machine
-#: bench_sweep runs four sweeps of the medium mix (a fresh JVM each): about 4-5 minutes
+#: bench_sweep: two warm Spark sessions, 5 runs of 120 replays a side: about 3 minutes
 SWEEP_TIMEOUT_S = 480.0
-FULL_BUDGET_S = {"peers": 780.0, "java": 300.0, "growth": 480.0}
+#: The full report's whole time. The peer grid runs last and gets what the other sections left
+#: of it (at least PEERS_FLOOR_S): it needs the most (about 1,250 s for 5 runs of every point
+#: on a quiet machine, 2 x 1,000 Faust consumers alone about 45 s a run) and the others stop
+#: as soon as their runs are done. Measured at c6b6e01 on a quiet machine: Java about 150 s,
+#: growth about 290 s, the older benches about 215 s.
+FULL_TOTAL_S = 1800.0
+END_MARGIN_S = 30.0  # kept back for the summary and the report's files
+PEERS_FLOOR_S = 600.0
+FULL_BUDGET_S = {"peers": PEERS_FLOOR_S, "java": 240.0, "growth": 330.0}
 QUICK_BUDGET_S = {"peers": 150.0, "java": 60.0, "growth": 60.0}
+#: The report's order (the peers run last, see FULL_TOTAL_S, but print first).
+SECTION_ORDER = ("peers", "java", "growth", "older")
 
 
 def limit_ms(tasks: int, standbys: int) -> float:
@@ -148,7 +164,11 @@ def peer_grid(
             "real, every other member a real assignor reading its own answer with the host "
             "maps cut to its own endpoint, and `ours member ms` is the mean over the leader's "
             "instance and a sample of 5 members reading the full answer; Faust's and "
-            "aiokafka's members are all hosted in their workers (theirs keep little state). "
+            "aiokafka's members are all hosted in their workers (theirs keep little state), all "
+            "read their answers in the first rebalance and the leader's instance and 5 members "
+            "in the second, the story's last (`Faust member ms` is their mean there). Each "
+            "point's first run comes in a first pass over the grid; its other runs share the "
+            "time left by what one run of each point cost. "
             f"Targets: {VS_FAUST.text()}; {VS_STICKY.text()}.",
         )
     )
@@ -166,15 +186,15 @@ def peer_grid(
     )
     memory_table = Table(["point", "rebalance", "ours peak MiB", "Faust peak MiB"])
     configs = peer_configs(quick)
-    budget = Budget(budget_s, len(configs))
     deadline = time.perf_counter() + budget_s
     skipped: list[str] = []
     aiokafka_runs: dict[tuple[Any, ...], dict[str, list[Any]]] = {}
-    # Cheapest first (members x partitions), so the budget reaches every shape of point before
-    # the groups of 1,000 members (Faust's leader alone takes a minute there); the tables are
-    # put back in grid order at the end.
-    seconds_per_cost = 0.0  # of the last point measured: a point is not started when one
-    # run of it would overrun the deadline by more than a minute (1,000 members: minutes)
+    # Pass 1, cheapest first (members x partitions): one round of every point, so the budget
+    # reaches every shape of point before the groups of 1,000 members, and each point's cost
+    # is then known rather than guessed. A point is not started when one round of it would
+    # overrun the deadline by more than a minute (rated by the last point's seconds per cost).
+    seconds_per_cost = 0.0
+    points: list[_PeerPoint] = []
     for config in sorted(configs, key=_peer_cost):
         point_started = time.perf_counter()
         if point_started + seconds_per_cost * _peer_cost(config) > deadline + 60:
@@ -189,14 +209,13 @@ def peer_grid(
             (side, functools.partial(_story, workers[side], side, config))
             for side in sides
         ]
-        results = interleave(calls, runs, budget.next())
-        one_round_s = (time.perf_counter() - point_started) / len(results["ours"])
-        seconds_per_cost = one_round_s / _peer_cost(config)
+        results = interleave(calls, 1, 0.0)
+        round_s = time.perf_counter() - point_started
+        seconds_per_cost = round_s / _peer_cost(config)
         if "sticky" in results:
             aiokafka_runs[key] = {s: results[s] for s in ("sticky", "roundrobin")}
-        peers = aiokafka_runs.get(key, {})
-        # One traced run per side for the peak (tracing slows it 2-3x), outside the budget:
-        # only at T=1 and where one run is short.
+        # One traced run per side for the peak (tracing slows it 2-3x), not timed: only at
+        # T=1 and where one run is short.
         one_run_s = max(
             sum(r[rnd]["assign_ms"] for rnd in ("first", "second") if rnd in r) / 1000
             for side in ("ours", "faust") for r in results[side][:1]
@@ -206,6 +225,26 @@ def peer_grid(
             for side in ("ours", "faust")
             if config["threads"] == 1 and one_run_s < 5
         }
+        points.append(_PeerPoint(config, key, calls, results, round_s, traced))
+    # Pass 2: the other runs - 1 rounds of each point, in the same order, the time left shared
+    # out in proportion to what each point's rounds cost (an equal share left the groups of
+    # 1,000 members at 2 x 1,000 consumers one run while cheap points finished early).
+    for i, point in enumerate(points):
+        needs = [p.round_s * (runs - 1) for p in points[i:]]
+        share = max(deadline - time.perf_counter(), 0.0) * needs[0] / max(sum(needs), 1e-9)
+        more = rounds_within(share, point.round_s, runs - 1)
+        if more:
+            for name, got in interleave(point.calls, more, share).items():
+                point.results[name].extend(got)  # the aiokafka runs' lists are shared
+    short = [f"{shape_text(p.config)} n={len(p.results['ours'])} (one round "
+             f"{p.round_s:.1f} s)" for p in points if len(p.results["ours"]) < runs]
+    if short:
+        section.notes.append(f"Fewer than {runs} runs, because the section's {budget_s:.0f} s "
+                             "ran out: " + "; ".join(short) + ".")
+        print(section.notes[-1], flush=True)
+    for point in points:
+        config, key, results, traced = point.config, point.key, point.results, point.traced
+        peers = aiokafka_runs.get(key, {})
         for rnd in ("first", "second"):
             def series(runs_: list[Any], what: str = "assign_ms", rnd: str = rnd) -> list[Any]:
                 return [r[rnd][what] if rnd in r else None for r in runs_]
@@ -287,6 +326,18 @@ def peer_grid(
     ))
     memory.tables.append(memory_table)
     print(memory_table.markdown(), flush=True)
+
+
+@dataclass
+class _PeerPoint:
+    """One peer-grid point between the passes: its calls, the runs so far, one round's cost."""
+
+    config: dict[str, Any]
+    key: tuple[Any, ...]  # the s=0 sibling's, under which aiokafka's runs are kept
+    calls: Sequence[tuple[str, Callable[[], Any]]]
+    results: dict[str, list[Any]]
+    round_s: float  # wall seconds of the first round (every side once)
+    traced: dict[str, Any]
 
 
 def _peer_cost(config: dict[str, Any]) -> int:
@@ -493,12 +544,14 @@ def growth(report: Report, quick: bool, runs: int, budget_s: float) -> None:
     big_points = [pc for pc in BIG_GROWTH_POINTS if pc in unique] if not quick else []
     unique = big_points + [pc for pc in unique if pc not in big_points]
     deadline = time.perf_counter() + budget_s
-    budget = Budget(budget_s - BIG_POINT_CAP_S * len(big_points), len(unique) - len(big_points))
+    budget: Budget | None = None  # the other points share what the big ones left
     for p, c in unique:
         big = (p, c) in big_points
         left = deadline - time.perf_counter()
         if big:
             left = min(left, BIG_POINT_CAP_S)
+        elif budget is None:
+            budget = Budget(left, len(unique) - len(big_points))
         if left < 20:
             section.notes.append(f"P={p:,} C={c:,} not measured: the section's time budget "
                                  f"({budget_s:.0f} s) was spent.")
@@ -520,9 +573,10 @@ def growth(report: Report, quick: bool, runs: int, budget_s: float) -> None:
                      endpoints=endpoints)
         started = time.perf_counter()
         try:
-            results, traced, stopped = _growth_point(
-                shape, 1 if big else runs, left if big else budget.next(), left, stable=not big
-            )
+            # A big point takes its runs within three quarters of its cap: a run started
+            # later could be cut off at the cap, and its time would be lost.
+            share = 0.75 * left if big or budget is None else budget.next()
+            results, traced, stopped = _growth_point(shape, runs, share, left, stable=not big)
         except WorkerFailed as error:  # the warm-up itself failed
             results, traced, stopped = [], None, str(error)[:200]
         if stopped:
@@ -531,6 +585,11 @@ def growth(report: Report, quick: bool, runs: int, budget_s: float) -> None:
             print(section.notes[-1], flush=True)
         if not results:
             continue
+        if len(results) < runs and not stopped:
+            section.notes.append(
+                f"P={p:,} C={c:,}: n={len(results)} of {runs}: its share of the section's time "
+                f"({share:.0f} s) ran out ({time.perf_counter() - started:.0f} s in all).")
+            print(section.notes[-1], flush=True)
         for curve, p2, c2 in points:  # print as measured: a failure later keeps these
             if (p2, c2) == (p, c):
                 _growth_rows(section, table, curve, p, c, results, traced)
@@ -652,10 +711,14 @@ def older_benches(report: Report, quick: bool) -> None:
 
 
 def summary(report: Report) -> None:
+    """Per target: its points, verdicts, the worst point, and how many of its figures rest on
+    fewer than ``MIN_RUNS`` runs (the issue asks for none); then the same count for every
+    section, so a report that ran short says where."""
     section = Section("Summary: targets and verdicts")
-    table = Table(["target", "points", "meets", "misses goal", "misses must", "worst"])
+    table = Table(["target", "points", "meets", "misses goal", "misses must", "worst",
+                   f"figures on < {MIN_RUNS} runs"])
     section.tables.append(table)
-    rows: dict[str, list[tuple[str, float, str]]] = {}
+    rows: dict[str, list[tuple[str, float, str, int]]] = {}
     for s in report.sections:
         for d in s.data:
             point = shape_text(d["shape"]) if "shape" in d else d.get("point", "")
@@ -663,24 +726,28 @@ def summary(report: Report) -> None:
             if d.get("kind") == "peer":
                 if d["ours_over_faust"]:
                     rows.setdefault(VS_FAUST.name, []).append(
-                        (where, d["ours_over_faust"]["median"], d["verdict_faust"]))
+                        (where, d["ours_over_faust"]["median"], d["verdict_faust"],
+                         short_figures([d["ours_over_faust"], d["ours_ms"], d["faust_ms"]])))
                 if d["ours_over_sticky"]:
                     rows.setdefault(VS_STICKY.name, []).append(
-                        (where, d["ours_over_sticky"]["median"], d["verdict_sticky"]))
+                        (where, d["ours_over_sticky"]["median"], d["verdict_sticky"],
+                         short_figures([d["ours_over_sticky"], d["ours_ms"], d["sticky_ms"]])))
             if d.get("kind") == "java" and d["leader_over_java"]:
                 rows.setdefault(VS_JAVA.name, []).append(
-                    (where, d["leader_over_java"]["median"], d["verdict"]))
+                    (where, d["leader_over_java"]["median"], d["verdict"],
+                     short_figures([d["leader_over_java"], d["ours_leader_ms"]])))
             if (d.get("kind") == "growth" and d["partitions"] == 100_000
                     and d["members"] == 1000 and d["rebalance"] != "stable"
                     and d["curve"].startswith("partitions")):
                 where = f"P=100,000 C=1,000 {d['rebalance']}"
                 if d["ours_ms"] is None:  # did not finish before the section's deadline
                     rows.setdefault(BIG_GROUP_MS.name, []).append(
-                        (where + " (did not finish)", float("inf"), "misses must"))
+                        (where + " (did not finish)", float("inf"), "misses must", 1))
                 else:
                     ms = d["ours_ms"]["median"]
                     rows.setdefault(BIG_GROUP_MS.name, []).append(
-                        (where, ms, BIG_GROUP_MS.verdict(Figure((ms,)))))
+                        (where, ms, BIG_GROUP_MS.verdict(Figure((ms,))),
+                         short_figures(d["ours_ms"])))
     for name, found in rows.items():
         worst = max(found, key=lambda f: f[1])
         count = {v: sum(1 for f in found if f[2].startswith(v)) for v in
@@ -688,9 +755,16 @@ def summary(report: Report) -> None:
         table.rows.append([name, str(len(found)), str(count["meets"]), str(count["misses goal"]),
                            str(count["misses must"]),
                            f"{worst[1]:,.2f} at {worst[0]}" if worst[1] != float("inf")
-                           else worst[0]])
+                           else worst[0], str(sum(f[3] for f in found))])
+    short = {s.title: short_figures(s.data) for s in report.sections}
+    section.notes.append(
+        f"Figures on fewer than {MIN_RUNS} runs, every section: "
+        + (", ".join(f"{title} {n}" for title, n in short.items() if n) or "none")
+        + " (a figure's `n=` says how many it rests on)."
+    )
     report.sections.insert(0, section)
-    print("\n## " + section.title + "\n\n" + table.markdown(), flush=True)
+    print("\n## " + section.title + "\n\n" + table.markdown() + "\n\n" + section.notes[-1],
+          flush=True)
 
 
 # --- main --------------------------------------------------------------------------------------
@@ -719,7 +793,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="the reduced grid (a few minutes)")
     parser.add_argument("--runs", type=int, default=5, help="warm runs per figure (default 5)")
     parser.add_argument("--budget", type=float, default=1.0,
-                        help="scale every section's time budget (default 1.0)")
+                        help="scale every section's time budget and the full report's 30 "
+                        "minutes (default 1.0)")
     parser.add_argument("--sections", default="peers,java,growth,older",
                         help="comma-separated: peers, java, growth, older")
     parser.add_argument("--points", default="",
@@ -754,14 +829,35 @@ def main(argv: list[str] | None = None) -> int:
         warm = dict(partitions=1000, instances=10, threads=1, standbys=1, topics=1)
         for side, worker in workers.items():  # imports and caches warm before anything counts
             worker.call("story", side=side, shape=warm)
-        if "peers" in wanted:
-            peer_grid(report, workers, quick, args.runs, budgets["peers"])
-        if "java" in wanted:
-            java_grid(report, workers["ours"], quick, args.runs, budgets["java"])
-        if "growth" in wanted:
-            growth(report, quick, args.runs, budgets["growth"])
-        if "older" in wanted:
-            older_benches(report, quick)
+        stage_of: dict[int, int] = {}  # id(section) -> its place in SECTION_ORDER
+        for stage in ("java", "growth", "older", "peers"):
+            if stage not in wanted:
+                continue
+            before = len(report.sections)
+            if stage == "java":
+                # Its own worker for ours, warmed as the others: the peer grid's ours worker
+                # then comes to the grid with only its warm-up behind it, as before the grid
+                # ran last (the scale shapes' caches and heap stay in this one).
+                java_worker = Worker("ours-java")
+                try:
+                    java_worker.call("story", side="ours", shape=warm)
+                    java_worker.call("leader_story", shape=warm)
+                    java_grid(report, java_worker, quick, args.runs, budgets["java"])
+                finally:
+                    java_worker.close()
+            elif stage == "growth":
+                growth(report, quick, args.runs, budgets["growth"])
+            elif stage == "older":
+                older_benches(report, quick)
+            else:
+                peers_s = budgets["peers"]
+                if not quick:  # what the other sections left of the whole report's time
+                    left = began + FULL_TOTAL_S * args.budget - END_MARGIN_S
+                    peers_s = max(left - time.perf_counter(), peers_s)
+                peer_grid(report, workers, quick, args.runs, peers_s)
+            stage_of.update((id(s), SECTION_ORDER.index(stage))
+                            for s in report.sections[before:])
+        report.sections.sort(key=lambda s: stage_of.get(id(s), len(SECTION_ORDER)))
     except WorkerFailed as error:  # keep what was measured; say where it stopped
         failure = str(error)
         print(f"the bench could not run to the end: {failure}", file=sys.stderr)

@@ -165,3 +165,43 @@ def test_points_option_keeps_only_the_named_grid_points() -> None:
         assert len(run.peer_configs(quick=False)) == 5 * len(run.PEER_POINTS)
     finally:
         run.ONLY_POINTS.clear()
+
+
+def test_rounds_within_takes_the_nearest_count_of_rounds_within_bounds() -> None:
+    from tests.bench.framework import rounds_within
+
+    assert rounds_within(10.0, 3.0, 4) == 3  # 3.3 rounds fit
+    assert rounds_within(11.0, 3.0, 4) == 4  # 3.7: the fourth is taken
+    assert rounds_within(100.0, 3.0, 4) == 4
+    assert rounds_within(1.0, 3.0, 4) == 0
+    assert rounds_within(-5.0, 3.0, 4) == 0
+
+
+def test_short_figures_counts_figures_on_fewer_than_five_runs_at_any_depth() -> None:
+    from tests.bench.framework import short_figures
+
+    five, three = Figure((1.0, 2.0, 3.0, 4.0, 5.0)).data(), Figure((1.0, 2.0, 3.0)).data()
+    assert short_figures([{"a": five, "b": {"c": three}}, three, None]) == 2
+    assert short_figures({"a": five}) == 0
+
+
+def test_a_last_rebalance_is_read_by_the_sample_only() -> None:
+    from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+
+    read: list[str] = []
+
+    def spy(name: str) -> Any:
+        def on_assignment(cls: Any, assignment: Any) -> None:
+            read.append(name)
+
+        return type(name, (RoundRobinPartitionAssignor,),
+                    {"on_assignment": classmethod(on_assignment)})
+
+    shape = drivers.Shape(partitions=12, instances=10)
+    members = [(drivers.member_id(i), spy(f"m{i}"), ["events"]) for i in range(10)]
+    round_ = drivers.rebalance(members, drivers.cluster_for(shape), readers=3)
+    assert read == ["m0", "m1", "m2"]
+    assert len(round_.sync_bytes) == 10  # every answer is still encoded and counted
+    read.clear()
+    drivers.rebalance(members, drivers.cluster_for(shape))
+    assert len(read) == 10

@@ -20,9 +20,9 @@ def main() -> int:
     answers = os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1)
     sys.stdout = sys.stderr  # library prints must not corrupt the answer channel
     logging.basicConfig(level=logging.ERROR)
-    from tests.bench import drivers, leader_only, scale
+    from tests.bench import bench_sweep, drivers, leader_only, scale
 
-    ops = {**drivers.OPS, **scale.OPS, **leader_only.OPS}
+    ops = {**drivers.OPS, **scale.OPS, **leader_only.OPS, **bench_sweep.OPS}
     for line in sys.stdin:
         if not line.strip():
             continue

@@ -96,3 +96,22 @@ def test_bad_names_are_refused_with_the_known_ones() -> None:
         mix.resolve("default", None, ["range"])
     with pytest.raises(mix.MixError, match="cannot cover"):
         mix.build_cases(mix.MIXES["default"], tuple(FAMILIES), 2, 0)
+
+
+def test_a_small_sweep_is_sliced_alike_on_one_core_and_on_two() -> None:
+    """Below :data:`mix.MIN_BATCH_COST` a batch's share no longer shrinks with the cores, so
+    two cores do not run twice as many Spark tasks for the same replays; a big sweep is still
+    cut in :data:`mix.BATCHES_PER_CORE` per core."""
+    chosen, families, assignors = mix.resolve("medium", None, None)
+    cases = mix.build_cases(chosen, families, 24, 0)
+    one, two = (mix.batches(cases, assignors, parallelism=p) for p in (1, 2))
+    assert len(one) == len(two)
+    for batch in two:
+        if len(batch) > 1:
+            assert sum(mix.job_cost(j) for j in batch[:-1]) <= mix.MIN_BATCH_COST
+    big = mix.build_cases(*mix.resolve("default", None, None)[:2], 400, 0)
+    costs = [mix.job_cost(j) for j in mix.jobs(big, assignors)]
+    share = sum(costs) // (mix.BATCHES_PER_CORE * 2)
+    assert share > mix.MIN_BATCH_COST
+    assert all(sum(mix.job_cost(j) for j in b) <= max(share, max(costs))
+               for b in mix.batches(big, assignors, parallelism=2))
