@@ -238,9 +238,13 @@ async def stop_member(member: ShimMember, *, graceful: bool) -> None:
     ``suppress(CancelledError)`` swallows it, the loop joins again and the stop waits for it
     forever. Letting the ready callbacks run first takes the loop past that point; if a cancel
     is still swallowed, it is delivered again (a bounded number of times; no virtual time
-    passes)."""
-    for _ in range(_YIELDS):
-        await asyncio.sleep(0)
+    passes). When the virtual clock is quiet (nothing ready, nothing due at this instant), those
+    first turns would run nothing but this coroutine, so they are skipped: the same state, the
+    same journal (a rolling restart of 100 processes spent two thirds of its 3,000 loop steps
+    in them)."""
+    if not _quiet(member):
+        for _ in range(_YIELDS):
+            await asyncio.sleep(0)
     stopping = asyncio.ensure_future(member.close() if graceful else member.crash())
     for _ in range(_YIELDS):
         if stopping.done():
@@ -281,6 +285,13 @@ async def crash_all(members: Iterable[ShimMember]) -> None:
             if loop_task is not None and not loop_task.done():
                 loop_task.cancel()
     await asyncio.gather(*(stop for _, stop in stopping))
+
+
+def _quiet(member: ShimMember) -> bool:
+    """The member runs on a virtual clock with nothing to run at this instant (a turn of the
+    loop would resume only the caller)."""
+    clock = member.clock
+    return isinstance(clock, VirtualClock) and clock.quiet()
 
 
 def _all_at_rest(members: list[ShimMember]) -> bool:
