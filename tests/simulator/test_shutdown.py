@@ -67,8 +67,9 @@ def test_crashing_members_at_rest_at_once_ends_as_the_step_by_step_crash(
 def test_stopping_a_member_on_a_quiet_clock_skips_only_idle_turns(
     family: str, params: dict[str, Any], monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """``stop_member`` leaves out its first turns of the loop when the clock is quiet: the
-    journal and every member's end state are those of the path that takes them."""
+    """``stop_member`` leaves out its first turns of the loop when the clock is quiet, and
+    stops a member at rest at once: the journal and every member's end state are those of the
+    path that takes the steps (dynamic members' LeaveGroups included)."""
     scenario = generate(family, params, 5)
     skipped: list[int] = []
     quiet = hosting._quiet
@@ -79,8 +80,17 @@ def test_stopping_a_member_on_a_quiet_clock_skips_only_idle_turns(
         return taken
 
     monkeypatch.setattr(hosting, "_quiet", counted)
+    at_once: list[str] = []
+    close_at_rest = ShimMember.close_at_rest
+
+    def closed(member: ShimMember) -> None:
+        at_once.append(member.name)
+        close_at_rest(member)
+
+    monkeypatch.setattr(ShimMember, "close_at_rest", closed)
     fast = _end_state(scenario)
     assert sum(skipped) > 0, "no stop found the clock quiet: the test checks nothing"
+    assert at_once or family != "rolling_restart", "no member closed at rest"
     monkeypatch.setattr(hosting, "_quiet", lambda member: False)
     slow = _end_state(scenario)
     assert fast == slow
