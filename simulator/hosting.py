@@ -238,9 +238,18 @@ async def stop_member(member: ShimMember, *, graceful: bool) -> None:
     ``suppress(CancelledError)`` swallows it, the loop joins again and the stop waits for it
     forever. Letting the ready callbacks run first takes the loop past that point; if a cancel
     is still swallowed, it is delivered again (a bounded number of times; no virtual time
-    passes)."""
-    for _ in range(_YIELDS):
-        await asyncio.sleep(0)
+    passes). When the virtual clock is quiet (nothing ready, nothing due at this instant), those
+    first turns would run nothing but this coroutine, so they are skipped: the same state, the
+    same journal (a rolling restart of 100 processes spent two thirds of its 3,000 loop steps
+    in them); a member at rest then stops at once (``ShimMember.close_at_rest`` /
+    ``crash_at_rest``), as the step-by-step stop would leave it."""
+    if _quiet(member):
+        if member.at_rest:  # then those steps would end it as this does at once
+            member.close_at_rest() if graceful else member.crash_at_rest()
+            return
+    else:
+        for _ in range(_YIELDS):
+            await asyncio.sleep(0)
     stopping = asyncio.ensure_future(member.close() if graceful else member.crash())
     for _ in range(_YIELDS):
         if stopping.done():
@@ -281,6 +290,13 @@ async def crash_all(members: Iterable[ShimMember]) -> None:
             if loop_task is not None and not loop_task.done():
                 loop_task.cancel()
     await asyncio.gather(*(stop for _, stop in stopping))
+
+
+def _quiet(member: ShimMember) -> bool:
+    """The member runs on a virtual clock with nothing to run at this instant (a turn of the
+    loop would resume only the caller)."""
+    clock = member.clock
+    return isinstance(clock, VirtualClock) and clock.quiet()
 
 
 def _all_at_rest(members: list[ShimMember]) -> bool:

@@ -32,12 +32,15 @@ def make_cluster(
         raise ValueError(f"{len(racks)} racks given for {brokers} brokers")
     replication = max(1, min(replication, brokers))
     broker_rows = [(node, "127.0.0.1", 9092 + node, racks[node]) for node in range(brokers)]
+    # partition p's replica list depends only on p % brokers: one list per broker, shared by
+    # its partitions (as each partition's replicas and isr already were); aiokafka keeps them
+    # as given and nothing changes them. A cold start's 1,280 partitions built one each.
+    placements = [(replicas[0], replicas) for replicas in (
+        [(b + r) % brokers for r in range(replication)] for b in range(brokers))]
     topic_rows = []
     for topic, count in topics.items():
-        partitions = []
-        for p in range(count):
-            replicas = [(p + r) % brokers for r in range(replication)]
-            partitions.append((0, p, replicas[0], replicas, replicas))
+        partitions = [(0, p, *placements[p % brokers], placements[p % brokers][1])
+                      for p in range(count)]
         topic_rows.append((0, topic, False, partitions))
     cluster = ClusterMetadata()
     cluster.update_metadata(MetadataResponse_v1(broker_rows, 0, topic_rows))

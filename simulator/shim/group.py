@@ -259,6 +259,8 @@ class Group:
     def select_protocol(self) -> str:
         size = len(self.members)
         candidates = {name: None for name, count in self.supported.items() if count == size}
+        if len(candidates) == 1:  # every member supports it, so every member votes for it
+            return next(iter(candidates))  # (a static rejoin asked all members: O(n^2) a roll)
         votes: dict[str, int] = {}
         for member in self.members.values():
             choice = member.vote(candidates)
