@@ -48,6 +48,7 @@ from protocol.codec import Codec
 from protocol.errors import AssignorError, ProtocolError
 from protocol.ids import TopicPartition
 from protocol.messages import AssignmentInfo, SubscriptionInfo
+from protocol.own_subscription import own_subscription
 from protocol.shared_ids import shared_topic_partition
 
 if TYPE_CHECKING:
@@ -150,7 +151,7 @@ class StreamsPartitionAssignor:
         self._hook_leader_path()  # aiokafka asks for metadata at each join, after start()
         self._pending_memory = None  # a new join: an earlier assign() of ours never completed
         self._unique_field = (self._unique_field + 1) % 256
-        info = SubscriptionInfo(
+        info = own_subscription(
             version=self.used_version,
             latest_supported_version=process.codec.latest_supported,
             process_id=process.process_id,
