@@ -319,7 +319,11 @@ class StreamsPartitionAssignor:
 
 
 def _log_received(index: int, assignment: MemberAssignment) -> None:
-    """The member's one INFO line per rebalance: what it received and what that changed."""
+    """The member's one INFO line per rebalance: what it received and what that changed.
+    (Its eleven arguments are counted only when the line is written: every member of a large
+    group calls this at every rebalance, mostly with INFO off.)"""
+    if not log.isEnabledFor(logging.INFO):
+        return
     changes = assignment.changes
     log.info(
         "consumer %d received %d active (%d kept, %d added, %d removed) and %d standby tasks "
