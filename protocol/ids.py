@@ -446,15 +446,20 @@ _Model = TypeVar("_Model", bound=BaseModel)
 _ALL_FIELDS: dict[type[BaseModel], set[str]] = {}
 
 
-def trusted_model(cls: type[_Model], values: dict[str, Any]) -> _Model:
+def trusted_model(
+    cls: type[_Model], values: dict[str, Any], *, fields_set: set[str] | None = None
+) -> _Model:
     """``cls.model_construct(**values)`` for checked values that name every field of ``cls``
     (so there are no defaults to fill) and a model without private attributes: the decoder's
     per-member messages, without pydantic's generic bookkeeping. ``values`` becomes the
-    instance's ``__dict__``; the caller must not keep it."""
+    instance's ``__dict__``; the caller must not keep it. ``fields_set``: the fields a
+    validated instance would count as given (default: those in ``values``)."""
     model = _new(cls)
     _set_model_dict(model, values)
-    names = _ALL_FIELDS.get(cls) or _ALL_FIELDS.setdefault(cls, set(cls.model_fields))
-    _set_fields_set(model, names if len(values) == len(names) else set(values))
+    if fields_set is None:
+        names = _ALL_FIELDS.get(cls) or _ALL_FIELDS.setdefault(cls, set(cls.model_fields))
+        fields_set = names if len(values) == len(names) else set(values)
+    _set_fields_set(model, fields_set)
     _set_extra(model, None)
     _set_private(model, None)
     return model

@@ -10,8 +10,11 @@ lives here, once.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import attrgetter
 
 from protocol.ids import TaskId, TopicPartition
+
+_TOPIC_PARTITION = attrgetter("topic", "partition")
 
 
 def align_active_tasks(
@@ -21,7 +24,10 @@ def align_active_tasks(
 
     Returns None when the counts differ, which means the leader and this member disagree.
     """
-    ordered = sorted(partitions)
+    # by the same (topic, partition) tuples ``TopicPartition.__lt__`` compares, built once per
+    # partition in C instead of twice per comparison in a Python method (every member does
+    # this at every rebalance); the sort is stable either way, so the order is the same
+    ordered = sorted(partitions, key=_TOPIC_PARTITION)
     if len(ordered) != len(active_tasks):
         return None
     grouped: dict[TaskId, list[TopicPartition]] = {}

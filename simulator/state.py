@@ -27,9 +27,12 @@ it is not counts toward its unavailability (task-seconds).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
+from functools import partial
+from operator import attrgetter, is_not
 from types import MappingProxyType
+from typing import TypeGuard, cast
 
 from protocol.ids import TaskId, TopicPartition
 from simulator.end_offsets import ChangelogPlan, EndOffsetsSnapshot, split_ends
@@ -37,6 +40,10 @@ from simulator.scenarios import StateDynamics
 
 #: Positions within this many records of the end count as caught up (float rounding).
 _EPSILON = 1e-6
+#: an unnamed ``TaskId``'s kept (subtopology, partition) rank (AttributeError for others)
+_RANK = attrgetter("_rank")
+#: ``i is not None``, in C: a filter for looked-up indices (0 is an index)
+_KNOWN = cast(Callable[[int | None], TypeGuard[int]], partial(is_not, None))
 
 
 @dataclass(slots=True)
@@ -99,6 +106,8 @@ class StateModel:
         self.now = now
         self.tasks: list[TaskId] = []
         self._index: dict[TaskId, int] = {}
+        #: ``_index`` of the unnamed tasks, by their ``TaskId`` int rank
+        self._rank_index: dict[int, int] = {}
         #: changelog end per task, records (None: stateless)
         self._end: list[float | None] = []
         #: local position per process per task index, records (absent: nothing on disk)
@@ -159,13 +168,26 @@ class StateModel:
             if task in self._index:
                 continue
             self._index[task] = len(self.tasks)
+            rank = getattr(task, "_rank", None)  # unnamed tasks keep one (``_indices``)
+            if rank is not None:
+                self._rank_index[rank] = len(self.tasks)
             self.tasks.append(task)
             self._unavailable.append(0.0)
             self._end.append(float(initial_records) if task in stateful_set else None)
 
     def _indices(self, tasks: Iterable[TaskId]) -> tuple[int, ...]:
-        found = map(self._index.get, tasks)  # one hash per task (a Python-level one)
-        return tuple(sorted(i for i in found if i is not None))
+        """The known ``tasks``' indices, sorted. Every thread's assignment comes through here
+        at every rebalance: unnamed tasks are found by their kept int rank (hashed in C), any
+        other task (named, or a copy that kept no rank) by the ``TaskId`` itself (a Python
+        ``__hash__`` call each)."""
+        if not isinstance(tasks, Collection):
+            tasks = list(tasks)  # read twice if a task keeps no rank
+        try:
+            found = map(self._rank_index.get, map(_RANK, tasks))
+            return tuple(sorted(filter(_KNOWN, found)))
+        except AttributeError:
+            found = map(self._index.get, tasks)
+            return tuple(sorted(filter(_KNOWN, found)))
 
     def add_process(self, process: str, behind: Mapping[TaskId, float] | None = None, *,
                     at_end: Collection[TaskId] = (), settle_threads: int = 0) -> None:

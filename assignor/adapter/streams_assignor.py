@@ -48,6 +48,7 @@ from protocol.codec import Codec
 from protocol.errors import AssignorError, ProtocolError
 from protocol.ids import TopicPartition
 from protocol.messages import AssignmentInfo, SubscriptionInfo
+from protocol.own_subscription import own_subscription
 from protocol.shared_ids import shared_topic_partition
 
 if TYPE_CHECKING:
@@ -150,7 +151,7 @@ class StreamsPartitionAssignor:
         self._hook_leader_path()  # aiokafka asks for metadata at each join, after start()
         self._pending_memory = None  # a new join: an earlier assign() of ours never completed
         self._unique_field = (self._unique_field + 1) % 256
-        info = SubscriptionInfo(
+        info = own_subscription(
             version=self.used_version,
             latest_supported_version=process.codec.latest_supported,
             process_id=process.process_id,
@@ -318,7 +319,11 @@ class StreamsPartitionAssignor:
 
 
 def _log_received(index: int, assignment: MemberAssignment) -> None:
-    """The member's one INFO line per rebalance: what it received and what that changed."""
+    """The member's one INFO line per rebalance: what it received and what that changed.
+    (Its eleven arguments are counted only when the line is written: every member of a large
+    group calls this at every rebalance, mostly with INFO off.)"""
+    if not log.isEnabledFor(logging.INFO):
+        return
     changes = assignment.changes
     log.info(
         "consumer %d received %d active (%d kept, %d added, %d removed) and %d standby tasks "

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import random
+from functools import cmp_to_key
+
 import pytest
 
 from assignor.member import MemberAssignment, interpret_assignment
@@ -48,6 +51,21 @@ def test_active_tasks_are_aligned_with_sorted_partitions() -> None:
 
 def test_a_task_with_several_partitions_collects_them_all() -> None:
     assert align_active_tasks([T00, T00, T10], [B0, A1, A0]) == {T00: (A0, A1), T10: (B0,)}
+
+
+def test_tasks_pair_with_the_partitions_in_topic_partition_order() -> None:
+    """Shuffled partitions of topics that sort differently by length and by character, and
+    partition numbers that sort differently as text: paired as ``TopicPartition``'s own order
+    (its ``__lt__``) puts them."""
+    rng = random.Random(3)
+    partitions = [TopicPartition(t, p) for t in ("b", "a-b", "ab", "a", "B") for p in (0, 2, 10, 9)]
+    for _ in range(20):
+        rng.shuffle(partitions)
+        tasks = [TaskId(0, i) for i in range(len(partitions))]
+        expected = sorted(partitions, key=cmp_to_key(lambda x, y: -1 if x < y else int(y < x)))
+        assert align_active_tasks(tasks, partitions) == {
+            t: (tp,) for t, tp in zip(tasks, expected, strict=True)
+        }
 
 
 def test_count_mismatch_is_an_assignment_error_not_an_exception() -> None:

@@ -157,3 +157,25 @@ def test_family_groups_start_settled_under_their_own_assignor() -> None:
     first = replay(scenario).rebalances[0]
     # every client caught up on every task: the balanced assignment at once, no warm-up
     assert first.warmups == 0 and first.followup == "" and first.restore_records == 0
+
+
+def test_assigned_tasks_are_found_by_rank_by_name_and_without_a_kept_rank() -> None:
+    """A thread's tasks are looked up by their kept int rank when every one has it, else by
+    the ``TaskId`` itself: unnamed, named, rank-less copies and unknown tasks, from lists and
+    one-shot iterators, all end up as the same sorted indices."""
+    named = TaskId(0, 1, topology="shop")
+    tasks = (T0, T1, T2, named)
+    state = model(tasks)
+    state.add_process("a")
+    copy = T2.model_copy()  # pydantic's copy keeps no rank
+    unknown = TaskId(5, 5)
+    cases: list[tuple[list[TaskId], tuple[int, ...]]] = [
+        ([T2, T0], (0, 2)),
+        ([named, T1], (1, 3)),
+        ([copy, T1, unknown], (1, 2)),
+        ([unknown], ()),
+    ]
+    for given, indices in cases:
+        for form in (list, iter):
+            state.assign("a", 0, form(given), form([]))
+            assert state._threads["a"][0].active == indices
