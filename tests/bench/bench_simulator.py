@@ -11,7 +11,9 @@ column, *gc*: a collection runs when allocations pass a threshold, so its time u
 whichever call happened to allocate, and the same replay's shares flipped the bar from run to run.
 The issue's target: engine + shim cost less than the assignor on scenarios of 100+ members, judged
 without the collector's time, on the median of several runs of the same replays (one run's
-verdict flipped with the machine's noise). Figures only; no pass or fail.
+verdict flipped with the machine's noise). The window (wall, and so scen/s) starts at
+``replay()``: generating the scenario, the family's own pydantic building, is left out of it
+(``_run_case``). Figures only; no pass or fail.
 """
 
 from __future__ import annotations
