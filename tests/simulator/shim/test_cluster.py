@@ -27,3 +27,30 @@ def test_every_partition_is_placed_as_documented(brokers: int, replication: int)
             assert TopicPartition(topic, p) in cluster.partitions_for_broker(replicas[0])
     assert sorted((b.nodeId, b.rack) for b in cluster.brokers()) == list(
         enumerate(racks))
+
+
+def test_a_shape_built_again_equals_the_first_in_order_and_is_its_own() -> None:
+    """The second cluster of a shape is copied from the kept build: it must hold what
+    ``update_metadata`` would give, iterate in the same order, and share no container."""
+    topics = {"x": 300, "y": 5, "z": 0}
+    racks = ["r0", "r1", None]
+    first = make_cluster(topics, brokers=3, racks=racks, replication=2)
+    second = make_cluster(topics, brokers=3, racks=racks, replication=2)
+    assert second is not first
+    assert list(second._partitions.items()) == list(first._partitions.items())
+    assert [list(p) for p in second._partitions.values()] == [
+        list(p) for p in first._partitions.values()]
+    assert list(second._broker_partitions) == list(first._broker_partitions)
+    for broker, led in first._broker_partitions.items():
+        assert list(second._broker_partitions[broker]) == list(led)  # same set order
+    assert sorted(second.brokers()) == sorted(first.brokers())
+    assert second.controller == first.controller
+    assert second.topics() == first.topics()
+    assert second.internal_topics == first.internal_topics == set()
+    second._partitions["x"].pop(0)
+    second._broker_partitions[0].clear()
+    assert 0 in first._partitions["x"] and first._broker_partitions[0]
+    third = make_cluster(topics, brokers=3, racks=racks, replication=2)
+    assert 0 in third._partitions["x"] and third._broker_partitions[0]
+    other = make_cluster({"x": 300, "y": 6}, brokers=3, racks=racks, replication=2)
+    assert other.partitions_for_topic("y") == set(range(6))
