@@ -11,7 +11,7 @@ from typing import cast
 
 from assignor.leader.cache import PlannedTasks
 from assignor.leader.decode import member_groups
-from assignor.leader.model import ByTopic, DecodedGroup, MemberResult
+from assignor.leader.model import ByTopic, DecodedGroup, MemberResult, unbuilt_info_result
 from assignor.leader.packed_standby import standby_map, standby_packed
 from assignor.leader.task_table import TaskTable
 from assignor.placement.client_state import ClientState
@@ -197,6 +197,8 @@ def encode_members(
     followup_ms = followup_at_ms
     find = known.get
     member_result = _member_result
+    unbuilt = unbuilt_info_result
+    one_task = writer.one_task
     version = writer.version
     named = version >= NAMED_TOPOLOGY_VERSION  # (the writer's task ints begin with 0)
     encode = writer.encode
@@ -265,6 +267,12 @@ def encode_members(
             values["standby_tasks"] = standby
             if member_id == followup_consumer:
                 values["next_rebalance_ms"] = followup_ms
+            # An answer of one task (most busy members) is written from the fields alone, its
+            # model built only if someone reads it (nothing on the way to aiokafka does).
+            packed = one_task(values)
+            if packed is not None:
+                results[member_id] = unbuilt(partitions, values, packed, by_topic)
+                continue
             answer_info = trusted_model(AssignmentInfo, values)
             entries = None
             if planned is not None and len(standby) > 1:
