@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
 from operator import attrgetter
+from typing import cast
 
 import msgpack
 
@@ -158,11 +159,14 @@ class AnswerWriter:
         shared = self._shared_for(info)
         return shared.topic_index if shared.topics_packed is not None else None
 
-    def _pack(self, info: AssignmentInfo, standby_packed: bytes | None = None) -> bytes:
-        # The fields read once from the model's dict (pydantic keeps them there): a leader
-        # writes 2,000 answers of one or two tasks at 1,000 threads per client, where reading
-        # attributes and calling helpers cost as much as packing.
-        fields = info.__dict__
+    def one_task(self, fields: Mapping[str, object]) -> bytes | None:
+        """The bytes :meth:`encode` writes for the ``AssignmentInfo`` whose fields are
+        ``fields`` (every field by name, as the model keeps them), when it is an answer of one
+        unnamed task of one partition, active or standby, and nothing else, in the maps of the
+        answer written last (whose frame the writer keeps); ``None`` for any other, which
+        :meth:`encode` writes from the model. Read from the fields alone, so a caller builds
+        the model only for the answers this does not write (1,000 of each kind at 1,000
+        threads per client)."""
         frame = self._frame
         if (
             frame is not None
@@ -173,9 +177,21 @@ class AnswerWriter:
             and fields["error_code"] is AssignorError.NONE
             and fields["next_rebalance_ms"] == NO_FOLLOWUP_REBALANCE
         ):
-            packed = self._one_task(frame, fields["active_tasks"], fields["standby_tasks"])
-            if packed is not None:
-                return packed
+            return self._one_task(
+                frame,
+                cast(tuple[TaskId, ...], fields["active_tasks"]),
+                cast(Mapping[TaskId, tuple[TopicPartition, ...]], fields["standby_tasks"]),
+            )
+        return None
+
+    def _pack(self, info: AssignmentInfo, standby_packed: bytes | None = None) -> bytes:
+        # The fields read once from the model's dict (pydantic keeps them there): a leader
+        # writes 2,000 answers of one or two tasks at 1,000 threads per client, where reading
+        # attributes and calling helpers cost as much as packing.
+        fields = info.__dict__
+        packed = self.one_task(fields)
+        if packed is not None:
+            return packed
         version = self._version
         complete = fields["host_maps_complete"]
         if fields["commonly_supported_version"] < version or (

@@ -11,7 +11,7 @@ from typing import cast
 
 from assignor.leader.cache import PlannedTasks
 from assignor.leader.decode import member_groups
-from assignor.leader.model import ByTopic, DecodedGroup, MemberResult
+from assignor.leader.model import ByTopic, DecodedGroup, MemberResult, unbuilt_info_result
 from assignor.leader.packed_standby import standby_map, standby_packed
 from assignor.leader.task_table import TaskTable
 from assignor.placement.client_state import ClientState
@@ -187,17 +187,18 @@ def encode_members(
         endpoint = info.user_endpoint
         return own_maps.get(endpoint) or own_maps.setdefault(endpoint, _own_entry(hosts, endpoint))
 
-    def idle_answer(member_hosts: HostMaps) -> MemberResult:
+    def idle_answer(member_hosts: HostMaps, fields: dict[str, object]) -> MemberResult:
         answer = idle.get(id(member_hosts))
-        if answer is None:
-            answer = idle[id(member_hosts)] = _answer(
-                (), {}, member_hosts, writer, commonly_supported, NO_FOLLOWUP_REBALANCE, own_only
-            )
+        if answer is None:  # (its model built without pydantic's work: each field is checked)
+            info = trusted_model(AssignmentInfo, fields.copy())
+            answer = idle[id(member_hosts)] = MemberResult((), info, writer.encode(info))
         return answer
 
     followup_ms = followup_at_ms
     find = known.get
     member_result = _member_result
+    unbuilt = unbuilt_info_result
+    one_task = writer.one_task
     version = writer.version
     named = version >= NAMED_TOPOLOGY_VERSION  # (the writer's task ints begin with 0)
     encode = writer.encode
@@ -208,22 +209,27 @@ def encode_members(
     # Per group, its maps and its process's threads are found by the identity of its
     # endpoint and process id (a process's groups share those objects), without hashing them
     # in Python per group: at 1,000 threads per client each of 2,000 busy members is a group.
-    maps_by_endpoint: dict[int, HostMaps] = {}
+    # With its maps, each endpoint's answer fields but the tasks: a busy member's fields are a
+    # copy of them (a dict copied in C) with its tasks stored, not nine values gathered anew.
+    maps_by_endpoint: dict[int, tuple[HostMaps, dict[str, object]]] = {}
     thread_by_process: dict[int, ThreadAssignment] = {}
     for info, member_ids in member_groups(decoded):
         endpoint = info.user_endpoint
-        member_hosts = maps_by_endpoint.get(id(endpoint))
-        if member_hosts is None:  # (the dict keeps no endpoint alive: ``decoded`` does)
-            member_hosts = maps_by_endpoint[id(endpoint)] = maps_of(info)
+        kept = maps_by_endpoint.get(id(endpoint))
+        if kept is None:  # (the dict keeps no endpoint alive: ``decoded`` does)
+            kept = maps_by_endpoint[id(endpoint)] = _with_fields(
+                maps_of(info), version, commonly_supported, own_only
+            )
+        member_hosts, fields = kept
         busy_ids: Sequence[str] = member_ids
         if len(member_ids) == 1:  # (a busy member's own group, mostly)
             if member_ids[0] not in busy:
-                results[member_ids[0]] = idle_answer(member_hosts)
+                results[member_ids[0]] = idle_answer(member_hosts, fields)
                 continue
         else:  # both kinds picked in C (8,000 idle of 10,000 members in ten groups)
             idle_ids = list(filterfalse(busy.__contains__, member_ids)) if busy else member_ids
             if idle_ids:
-                results.update(dict.fromkeys(idle_ids, idle_answer(member_hosts)))
+                results.update(dict.fromkeys(idle_ids, idle_answer(member_hosts, fields)))
                 if len(idle_ids) == len(member_ids):
                     continue
                 busy_ids = list(filter(busy.__contains__, member_ids))
@@ -256,23 +262,18 @@ def encode_members(
             else:
                 found = partitions_of(standby_ids, layout, known)
                 standby = standby_map(standby_ids, found, planned)
-            # ``_answer`` inlined: 2,000 calls of eight arguments were a tenth of the step.
-            answer_info = trusted_model(
-                AssignmentInfo,
-                {
-                    "version": version,
-                    "commonly_supported_version": commonly_supported,
-                    "active_tasks": active_tasks,
-                    "standby_tasks": standby,
-                    "partitions_by_host": member_hosts[0],
-                    "standby_partitions_by_host": member_hosts[1],
-                    "error_code": AssignorError.NONE,
-                    "next_rebalance_ms": (
-                        followup_ms if member_id == followup_consumer else NO_FOLLOWUP_REBALANCE
-                    ),
-                    "host_maps_complete": not own_only,
-                },
-            )
+            values = fields.copy()
+            values["active_tasks"] = active_tasks
+            values["standby_tasks"] = standby
+            if member_id == followup_consumer:
+                values["next_rebalance_ms"] = followup_ms
+            # An answer of one task (most busy members) is written from the fields alone, its
+            # model built only if someone reads it (nothing on the way to aiokafka does).
+            packed = one_task(values)
+            if packed is not None:
+                results[member_id] = unbuilt(partitions, values, packed, by_topic)
+                continue
+            answer_info = trusted_model(AssignmentInfo, values)
             entries = None
             if planned is not None and len(standby) > 1:
                 index = writer.topic_index(answer_info)
@@ -281,6 +282,25 @@ def encode_members(
                 partitions, answer_info, encode(answer_info, entries), by_topic
             )
     return results
+
+
+def _with_fields(
+    member_hosts: HostMaps, version: int, commonly_supported: int, own_only: bool
+) -> tuple[HostMaps, dict[str, object]]:
+    """``member_hosts`` with the fields of an answer that carries them: every field of
+    ``AssignmentInfo`` in its order, no tasks, no error, no follow-up (what
+    :func:`encode_members` copies per busy member and stores the member's own values in)."""
+    return member_hosts, {
+        "version": version,
+        "commonly_supported_version": commonly_supported,
+        "active_tasks": (),
+        "standby_tasks": {},
+        "partitions_by_host": member_hosts[0],
+        "standby_partitions_by_host": member_hosts[1],
+        "error_code": AssignorError.NONE,
+        "next_rebalance_ms": NO_FOLLOWUP_REBALANCE,
+        "host_maps_complete": not own_only,
+    }
 
 
 def _fast_member_result(
@@ -424,35 +444,6 @@ def _by_codes(
         tuple(map(rows.__getitem__, order)),
         _runs(ranked, topics),
     )
-
-
-def _answer(
-    partitions: tuple[TopicPartition, ...],
-    standby: dict[TaskId, tuple[TopicPartition, ...]],
-    member_hosts: HostMaps,
-    writer: AnswerWriter,
-    commonly_supported: int,
-    next_rebalance_ms: int,
-    own_only: bool,
-    active_tasks: tuple[TaskId, ...] = (),
-) -> MemberResult:
-    """One member's answer, its model built without pydantic's work: every field is given
-    and each is already checked."""
-    info = trusted_model(
-        AssignmentInfo,
-        {
-            "version": writer.version,
-            "commonly_supported_version": commonly_supported,
-            "active_tasks": active_tasks,
-            "standby_tasks": standby,
-            "partitions_by_host": member_hosts[0],
-            "standby_partitions_by_host": member_hosts[1],
-            "error_code": AssignorError.NONE,
-            "next_rebalance_ms": next_rebalance_ms,
-            "host_maps_complete": not own_only,
-        },
-    )
-    return MemberResult(partitions, info, writer.encode(info))
 
 
 def _over_budget(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import cast
 
 from assignor.leader.explain import RebalanceSummary
 from assignor.leader.guard import LeaderMemory
@@ -14,7 +15,7 @@ from assignor.placement.threads import ThreadAssignment
 from assignor.topology.tasks import TaskLayout
 from protocol.codec import LATEST_VERSION
 from protocol.errors import AssignorError
-from protocol.ids import ProcessId, TopicPartition
+from protocol.ids import ProcessId, TopicPartition, trusted_model
 from protocol.messages import AssignmentInfo, SubscriptionInfo
 
 
@@ -88,6 +89,71 @@ class MemberResult:
     by_topic: ByTopic | None = field(default=None, compare=False, repr=False)
 
 
+class _UnbuiltInfoResult(MemberResult):
+    """A :class:`MemberResult` whose ``info`` is built when first read, from the fields the
+    encoder wrote the answer from (``AssignmentInfo``'s every field by name, checked).
+
+    Why: a leader writes 2,000 answers of one task at 1,000 threads per client, and nothing
+    on its way to aiokafka reads their models (the adapter hands over the bytes and the
+    partitions); building each model was a third of a busy member's cost in the encode step.
+    Whoever reads ``info`` (the simulator, the CLI, tests) gets the model the encoder would
+    have built, and the same one at every read. Equal to the :class:`MemberResult` of the
+    same values, in both directions (Python asks this subclass's ``__eq__`` first)."""
+
+    __slots__ = ("_fields",)
+    _fields: dict[str, object] | None
+
+    @property
+    def info(self) -> AssignmentInfo:
+        fields = self._fields
+        if fields is None:
+            return cast(AssignmentInfo, _get_info(self))
+        made = trusted_model(AssignmentInfo, fields)  # (the dict becomes the model's)
+        _set_info(self, made)
+        _set_fields(self, None)
+        return made
+
+    @info.setter
+    def info(self, value: AssignmentInfo) -> None:  # (the dataclass's __init__, copy, pickle)
+        _set_info(self, value)
+        _set_fields(self, None)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, MemberResult):
+            return NotImplemented
+        return (self.partitions, self.info, self.user_data) == (
+            other.partitions,
+            other.info,
+            other.user_data,
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # (as MemberResult's: its model holds dicts)
+
+
+_get_info = vars(MemberResult)["info"].__get__
+_set_info = vars(MemberResult)["info"].__set__
+_set_fields = vars(_UnbuiltInfoResult)["_fields"].__set__
+_set_result_partitions = vars(MemberResult)["partitions"].__set__
+_set_result_user_data = vars(MemberResult)["user_data"].__set__
+_set_result_by_topic = vars(MemberResult)["by_topic"].__set__
+
+
+def unbuilt_info_result(
+    partitions: tuple[TopicPartition, ...],
+    fields: dict[str, object],
+    user_data: bytes,
+    by_topic: ByTopic | None,
+) -> MemberResult:
+    """A :class:`MemberResult` whose ``info`` is ``trusted_model(AssignmentInfo, fields)``,
+    built only if read; ``fields`` become the model's (the caller keeps no reference)."""
+    result: _UnbuiltInfoResult = _new_object(_UnbuiltInfoResult)
+    _set_result_partitions(result, partitions)
+    _set_result_user_data(result, user_data)
+    _set_result_by_topic(result, by_topic)
+    _set_fields(result, fields)
+    return result
+
+
 @dataclass(frozen=True, slots=True)
 class DecodedGroup:
     """Step 1's result."""
@@ -141,4 +207,5 @@ __all__ = [
     "MemberResult",
     "MemberSubscription",
     "member_subscription",
+    "unbuilt_info_result",
 ]

@@ -214,3 +214,48 @@ def test_members_of_one_task_are_written_from_the_kept_frame(
             lambda i: reference(i, version=version), info
         )
     assert framed.count(None) < len(framed)  # the one-task members took the frame
+
+
+@settings(max_examples=300, deadline=None)
+@given(groups())
+def test_one_task_from_fields_writes_the_codecs_bytes_or_declines(
+    group: tuple[int, list[AssignmentInfo]],
+) -> None:
+    """``one_task`` (the leader's path that skips building a member's model) writes exactly
+    the codec's bytes whenever it writes, in a writer used as a leader uses it."""
+    version, answers = group
+    writer = AnswerWriter(Codec(), version)
+    for info in answers:
+        from_fields = writer.one_task(dict(info.__dict__))
+        if from_fields is not None:
+            assert from_fields == Codec().encode_assignment(info, version=version)
+        _outcome(writer.encode, info)
+
+
+@pytest.mark.parametrize("version", range(1, LATEST_VERSION + 1))
+def test_one_task_writes_one_task_answers_in_the_last_maps(version: int) -> None:
+    active, standby = _maps()
+    codec = Codec()
+    writer = AnswerWriter(codec, version)
+    first = AssignmentInfo(
+        version=version,
+        commonly_supported_version=version,
+        active_tasks=(TaskId(0, 0), TaskId(0, 3)),
+        partitions_by_host=active,
+        standby_partitions_by_host=standby,
+    )
+    # (copies share the first's maps objects, as a leader's answers do)
+    one = first.model_copy(update={"active_tasks": (TaskId(0, 6),)})
+    # (topic "a": version 1 has no standby host map, so "b" would be a topic of its own)
+    one_standby = first.model_copy(
+        update={"active_tasks": (), "standby_tasks": {TaskId(1, 4): (TopicPartition("a", 4),)}}
+    )
+    later = one.model_copy(update={"next_rebalance_ms": 5})
+    assert writer.one_task(dict(one.__dict__)) is None  # no maps written yet
+    writer.encode(first)
+    for info in (one, one_standby):
+        assert writer.one_task(dict(info.__dict__)) == codec.encode_assignment(
+            info, version=version
+        )
+    assert writer.one_task(dict(later.__dict__)) is None  # a follow-up: the model's path
+    assert writer.one_task(dict(first.__dict__)) is None  # two tasks: the model's path

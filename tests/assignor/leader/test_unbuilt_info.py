@@ -1,0 +1,72 @@
+"""A one-task member's result carries its ``AssignmentInfo`` unbuilt until someone reads it.
+
+The encode step writes such answers from their fields alone (``AnswerWriter.one_task``) and
+hands back results whose model is built on first read. Whoever reads ``info`` must get exactly
+the model the bytes carry, and the results must behave as plain ``MemberResult`` values.
+"""
+
+from __future__ import annotations
+
+import copy
+import pickle
+
+from assignor.config import AssignorConfig
+from assignor.leader.model import MemberResult, _UnbuiltInfoResult, unbuilt_info_result
+from assignor.leader.pipeline import assign_group
+from protocol.codec import Codec
+from protocol.ids import HostInfo, TaskId, TopicPartition
+from protocol.messages import AssignmentInfo
+from tests.assignor.leader.pipeline_support import decoded, group, shop, subscription
+
+STANDBY = AssignorConfig.model_validate({"num.standby.replicas": 1})
+
+
+def _many_threads() -> dict[str, bytes]:
+    """Three processes of six consumers over the shop's nine tasks: most busy consumers hold
+    one task, as at 1,000 threads per client."""
+    return {
+        f"{p}-{c}": subscription(p, endpoint=HostInfo(f"app-{p}", 9000 + p))
+        for p in (1, 2, 3)
+        for c in range(6)
+    }
+
+
+def test_the_unbuilt_model_is_the_one_the_bytes_carry() -> None:
+    result = assign_group(shop(), STANDBY, group(_many_threads(), leader=1))
+    unbuilt = [m for m, r in result.members.items() if isinstance(r, _UnbuiltInfoResult)]
+    assert unbuilt, "no one-task member took the writer's path from fields"
+    codec = Codec()
+    for member in unbuilt:
+        info = result.members[member].info
+        assert info == decoded(result, member, codec)
+        assert result.members[member].info is info  # built once, the same at every read
+        assert len(info.active_tasks) + len(info.standby_tasks) == 1
+
+
+def _values() -> tuple[AssignmentInfo, dict[str, object]]:
+    info = AssignmentInfo(
+        version=10,
+        commonly_supported_version=10,
+        active_tasks=(TaskId(0, 1),),
+        partitions_by_host={HostInfo("h", 1): frozenset({TopicPartition("t", 1)})},
+    )
+    return info, dict(info.__dict__)
+
+
+def test_equal_to_the_plain_result_both_ways_and_through_copies() -> None:
+    info, fields = _values()
+    parts = (TopicPartition("t", 1),)
+    lazy = unbuilt_info_result(parts, fields, b"x", None)
+    plain = MemberResult(parts, info, b"x")
+    assert lazy == plain and plain == lazy
+    assert lazy != MemberResult(parts, info, b"y") and MemberResult(parts, info, b"y") != lazy
+    for again in (copy.copy(lazy), copy.deepcopy(lazy), pickle.loads(pickle.dumps(lazy))):
+        assert again == plain and again.info == info
+
+
+def test_unread_results_compare_by_their_fields() -> None:
+    info, fields = _values()
+    other = info.model_copy(update={"active_tasks": (TaskId(0, 2),)})
+    lazy = unbuilt_info_result((), fields, b"x", None)
+    assert lazy != MemberResult((), other, b"x")
+    assert lazy.info == info
