@@ -9,9 +9,18 @@ from __future__ import annotations
 
 import re
 import uuid as _uuid
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from protocol._trusted import (
+    new_instance,
+    set_extra,
+    set_fields_set,
+    set_model_dict,
+    set_private,
+)
+from protocol._trusted import trusted_model as trusted_model  # the decoders' import path
 
 #: Java's ``Integer.MAX_VALUE`` and ``Long.MAX_VALUE``: the project's one definition of each.
 INT32_MAX: Final = 2**31 - 1
@@ -391,18 +400,9 @@ class HostInfo(BaseModel):
 
 
 # Building ids without validation, for callers that have range-checked every value (a decoder, the
-# task planner). This is what pydantic's ``model_construct`` does, without its generic
-# bookkeeping: several times cheaper per id, which matters when one assignment carries 100,000
-# partitions. pydantic keeps a model's state in four slots; setting them through the slot
-# descriptors is the cheapest way to a frozen instance that compares, hashes and dumps like a
-# validated one. A self-check at import falls back to ``model_construct`` should a pydantic
-# release change the layout.
-_new = object.__new__
-_slots = vars(BaseModel)
-_set_model_dict = _slots["__dict__"].__set__
-_set_fields_set = _slots["__pydantic_fields_set__"].__set__
-_set_extra = _slots["__pydantic_extra__"].__set__
-_set_private = _slots["__pydantic_private__"].__set__
+# task planner), through ``protocol._trusted``'s slot setters, plus the keys each id keeps. A
+# self-check at import falls back to ``model_construct`` should a pydantic release change the
+# layout.
 _TASK_FIELDS: Final = frozenset(("subtopology", "partition", "topology"))
 _PARTITION_FIELDS: Final = frozenset(("topic", "partition"))
 
@@ -413,8 +413,8 @@ _set_partition_hash = vars(TopicPartition)["_hash"].__set__
 
 
 def _fast_task_id(subtopology: int, partition: int, topology: str | None = None) -> TaskId:
-    task = _new(TaskId)
-    _set_model_dict(
+    task = new_instance(TaskId)
+    set_model_dict(
         task, {"subtopology": subtopology, "partition": partition, "topology": topology}
     )
     _set_task_hash(task, hash((subtopology, partition, topology)))
@@ -423,46 +423,20 @@ def _fast_task_id(subtopology: int, partition: int, topology: str | None = None)
         _set_task_rank(task, (subtopology << 31) | partition)
     else:
         _set_task_sort_key(task, (java_string_key(topology), subtopology, partition))
-    _set_fields_set(task, _TASK_FIELDS)
-    _set_extra(task, None)
-    _set_private(task, None)
+    set_fields_set(task, _TASK_FIELDS)
+    set_extra(task, None)
+    set_private(task, None)
     return task
 
 
 def _fast_topic_partition(topic: str, partition: int) -> TopicPartition:
-    tp = _new(TopicPartition)
-    _set_model_dict(tp, {"topic": topic, "partition": partition})
+    tp = new_instance(TopicPartition)
+    set_model_dict(tp, {"topic": topic, "partition": partition})
     _set_partition_hash(tp, hash((topic, partition)))
-    _set_fields_set(tp, _PARTITION_FIELDS)
-    _set_extra(tp, None)
-    _set_private(tp, None)
+    set_fields_set(tp, _PARTITION_FIELDS)
+    set_extra(tp, None)
+    set_private(tp, None)
     return tp
-
-
-_Model = TypeVar("_Model", bound=BaseModel)
-#: Per model class, the set of all its field names that :func:`trusted_model` shares among its
-#: instances (a set per message was an allocation and a tracked object per member). pydantic
-#: copies it before changing it (``model_copy(update=...)``: so not a frozenset).
-_ALL_FIELDS: dict[type[BaseModel], set[str]] = {}
-
-
-def trusted_model(
-    cls: type[_Model], values: dict[str, Any], *, fields_set: set[str] | None = None
-) -> _Model:
-    """``cls.model_construct(**values)`` for checked values that name every field of ``cls``
-    (so there are no defaults to fill) and a model without private attributes: the decoder's
-    per-member messages, without pydantic's generic bookkeeping. ``values`` becomes the
-    instance's ``__dict__``; the caller must not keep it. ``fields_set``: the fields a
-    validated instance would count as given (default: those in ``values``)."""
-    model = _new(cls)
-    _set_model_dict(model, values)
-    if fields_set is None:
-        names = _ALL_FIELDS.get(cls) or _ALL_FIELDS.setdefault(cls, set(cls.model_fields))
-        fields_set = names if len(values) == len(names) else set(values)
-    _set_fields_set(model, fields_set)
-    _set_extra(model, None)
-    _set_private(model, None)
-    return model
 
 
 def _same_as_validated(built: BaseModel, validated: BaseModel) -> bool:

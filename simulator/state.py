@@ -28,7 +28,6 @@ it is not counts toward its unavailability (task-seconds).
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping
-from dataclasses import dataclass
 from functools import partial
 from operator import attrgetter, is_not
 from types import MappingProxyType
@@ -37,6 +36,7 @@ from typing import TypeGuard, cast
 from protocol.ids import TaskId, TopicPartition
 from simulator.end_offsets import ChangelogPlan, EndOffsetsSnapshot, split_ends
 from simulator.scenarios import StateDynamics
+from simulator.state_scan import ProcessPart, Scan, ThreadTasks
 
 #: Positions within this many records of the end count as caught up (float rounding).
 _EPSILON = 1e-6
@@ -44,47 +44,6 @@ _EPSILON = 1e-6
 _RANK = attrgetter("_rank")
 #: ``i is not None``, in C: a filter for looked-up indices (0 is an index)
 _KNOWN = cast(Callable[[int | None], TypeGuard[int]], partial(is_not, None))
-
-
-@dataclass(slots=True)
-class _Part:
-    """One process's share of a scan: what its running threads do now. Kept until something
-    happens to that process (a stop, an assignment, a crash) or one of its restoring tasks
-    catches up; a change to one process of a hundred rescans that one only."""
-
-    available: list[int]
-    restoring: dict[tuple[str, int], list[int]]
-    processing: list[tuple[str, int]]
-    #: the stateful tasks among ``processing``, and their local stores (which follow the end)
-    grow: list[int]
-    follow: list[tuple[dict[int, float], int]]
-    #: stateful standbys of running threads, with their local stores
-    standby: list[tuple[dict[int, float], int]]
-
-
-@dataclass(slots=True)
-class _Scan:
-    """Every process's :class:`_Part` joined in process order, plus what a constant-rate
-    segment touches (listed once, not found anew in each of the hundreds of segments a long
-    replay integrates over one assignment): tasks without a processing owner, and each growing
-    changelog once."""
-
-    available: set[int]
-    restoring: dict[tuple[str, int], list[int]]
-    processing: list[tuple[str, int]]
-    unavailable: set[int]
-    grow: list[int]
-    follow: list[tuple[dict[int, float], int]]
-    standby: list[tuple[dict[int, float], int]]
-
-
-@dataclass(slots=True)
-class _Thread:
-    """One stream thread of one process: its tasks (by index), and whether it runs them now."""
-
-    active: tuple[int, ...] = ()
-    standby: tuple[int, ...] = ()
-    running: bool = False
 
 
 class StateModel:
@@ -112,11 +71,11 @@ class StateModel:
         self._end: list[float | None] = []
         #: local position per process per task index, records (absent: nothing on disk)
         self._disk: dict[str, dict[int, float]] = {}
-        self._threads: dict[str, dict[int, _Thread]] = {}
+        self._threads: dict[str, dict[int, ThreadTasks]] = {}
         self._unavailable: list[float] = []
         #: the current scan (None: something changed) and the per-process parts it joins
-        self._scanned: _Scan | None = None
-        self._parts: dict[str, _Part] = {}
+        self._scanned: Scan | None = None
+        self._parts: dict[str, ProcessPart] = {}
         #: bumped when some disk position may have changed; ``offset_sums`` is cached against it
         #: (every thread of a process reports the same sums at one instant, each rebalance)
         self._disk_version = 0
@@ -245,7 +204,7 @@ class StateModel:
         self._touch(process)
         self._disk_version += 1
         actives, standbys = self._indices(active), self._indices(standby)
-        self._threads.setdefault(process, {})[thread] = _Thread(actives, standbys, True)
+        self._threads.setdefault(process, {})[thread] = ThreadTasks(actives, standbys, True)
         disk = self._disk.setdefault(process, {})
         for i in (*actives, *standbys):
             if self._end[i] is not None:
@@ -348,14 +307,14 @@ class StateModel:
                         owners.setdefault(self.tasks[i], []).append((process, index))
         return owners
 
-    def _scan(self) -> _Scan:
+    def _scan(self) -> Scan:
         """Tasks available, tasks restoring per running thread, the (process, task) pairs
         processing, and what a segment touches; cached until the next change (see
-        :class:`_Part`)."""
+        :class:`ProcessPart`)."""
         scan = self._scanned
         if scan is not None:
             return scan
-        scan = _Scan(set(), {}, [], set(), [], [], [])
+        scan = Scan(set(), {}, [], set(), [], [], [])
         parts = self._parts
         for process, threads in self._threads.items():
             part = parts.get(process)
@@ -373,8 +332,8 @@ class StateModel:
         self._scanned = scan
         return scan
 
-    def _part(self, process: str, threads: Mapping[int, _Thread]) -> _Part:
-        part = _Part([], {}, [], [], [], [])
+    def _part(self, process: str, threads: Mapping[int, ThreadTasks]) -> ProcessPart:
+        part = ProcessPart([], {}, [], [], [], [])
         ends = self._end
         disk = self._disk.get(process)
         local = disk if disk is not None else {}
@@ -465,7 +424,7 @@ class StateModel:
                     self._touch(process)
                     break
 
-    def _segment(self, step: float, scan: _Scan) -> None:
+    def _segment(self, step: float, scan: Scan) -> None:
         dynamics = self.dynamics
         unavailable = self._unavailable
         for i in scan.unavailable:
