@@ -333,7 +333,9 @@ class StateModel:
         return scan
 
     def _part(self, process: str, threads: Mapping[int, ThreadTasks]) -> ProcessPart:
-        part = ProcessPart([], {}, [], [], [], [])
+        part = ProcessPart([], {}, [], [], [], [])  # filled through locals: 900 parts a cold start
+        available, restoring, processing = part.available, part.restoring, part.processing
+        grow, follow = part.grow, part.follow
         ends = self._end
         disk = self._disk.get(process)
         local = disk if disk is not None else {}
@@ -343,19 +345,18 @@ class StateModel:
             for i in state.active:
                 end = ends[i]
                 if end is None:
-                    part.available.append(i)
-                    part.processing.append((process, i))
+                    available.append(i)
+                    processing.append((process, i))
                 elif local.get(i, -1.0) >= end - _EPSILON:
-                    part.available.append(i)
-                    part.processing.append((process, i))
-                    part.grow.append(i)
-                    part.follow.append((local, i))
+                    available.append(i)
+                    processing.append((process, i))
+                    grow.append(i)
+                    follow.append((local, i))
                 else:
-                    part.restoring.setdefault((process, index), []).append(i)
+                    restoring.setdefault((process, index), []).append(i)
             if state.standby:
                 standby_disk = self._disk[process]
-                part.standby.extend((standby_disk, i) for i in state.standby
-                                    if ends[i] is not None)
+                part.standby.extend((standby_disk, i) for i in state.standby if ends[i] is not None)
         return part
 
     def available(self) -> set[TaskId]:

@@ -224,6 +224,20 @@ class _VirtualTimeLoop(asyncio.SelectorEventLoop):
         self._deadlines_cancelled = 0
         super().__init__(_JumpingSelector(self, max_steps_per_instant))
         self._clock_resolution = _VIRTUAL_RESOLUTION
+        self._answer_debug()
+
+    def set_debug(self, enabled: bool) -> None:
+        super().set_debug(enabled)
+        self._answer_debug()
+
+    def _answer_debug(self) -> None:
+        """Every ``Future`` and ``Task`` asyncio builds asks its loop ``get_debug()`` from C (a
+        cold start of 400 members builds some 2,000): while debug mode is off, ``bool``
+        answers False without a Python frame; on, asyncio's own method answers."""
+        if self._debug:  # type: ignore[attr-defined]
+            self.__dict__.pop("get_debug", None)
+        else:
+            self.get_debug = bool  # type: ignore[method-assign]
 
     def call_at(  # type: ignore[override]
         self, when: float, callback: Callable[..., object], *args: Any, context: Any = None

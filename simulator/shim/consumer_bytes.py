@@ -33,6 +33,22 @@ _INT32 = struct.Struct(">i")
 _HEAD = struct.Struct(">hi")  # version, then the first array's length
 _HEADER_CACHE_LIMIT = 1024
 _headers: dict[tuple[int, tuple[str, ...]], bytes] = {}
+#: ``Struct(">{n}i")`` by ``n``: one dict look-up per topic instead of formatting the layout's
+#: text and finding it in ``struct``'s own cache (a partition array's length repeats)
+_arrays: dict[int, struct.Struct] = {}
+#: a topic's name as the assignment writes it (length, UTF-8), by name: every member's
+#: assignment names the same few topics
+_names: dict[str, bytes] = {}
+
+
+def _ints(count: int) -> struct.Struct:
+    """The layout of ``count`` big-endian int32s, kept (bounded as the headers are)."""
+    layout = _arrays.get(count)
+    if layout is None:
+        if len(_arrays) >= _HEADER_CACHE_LIMIT:
+            _arrays.clear()
+        layout = _arrays[count] = struct.Struct(f">{count}i")
+    return layout
 
 
 def _string(value: str) -> bytes:
@@ -87,8 +103,14 @@ def _encode_assignment(assignment: Any) -> bytes:
     for topic, partitions in topics:
         if partitions is None:
             return bytes(assignment.encode())
-        parts.append(_string(topic))
-        parts.append(struct.pack(f">i{len(partitions)}i", len(partitions), *partitions))
+        name = _names.get(topic) if type(topic) is str else None
+        if name is None:
+            name = _string(topic)
+            if type(topic) is str and len(_names) < _HEADER_CACHE_LIMIT:
+                _names[topic] = name
+        parts.append(name)
+        parts.append(_INT32.pack(len(partitions)))
+        parts.append(_ints(len(partitions)).pack(*partitions))
     user_data = bytes(fields["user_data"])
     parts.append(_INT32.pack(len(user_data)))
     parts.append(user_data)
@@ -160,7 +182,7 @@ def decode_assignment(data: bytes) -> ConsumerProtocolMemberAssignment:
             at += 4
             if size < 0 or at + 4 * size > end:
                 raise _OffPath
-            topics.append((topic, list(struct.unpack_from(f">{size}i", buf, at))))
+            topics.append((topic, list(_ints(size).unpack_from(buf, at))))
             at += 4 * size
         (size,) = _INT32.unpack_from(buf, at)
         at += 4
