@@ -60,6 +60,9 @@ log = logging.getLogger(__name__)
 _CONSUMER_PROTOCOL_VERSION = 0
 _TOPIC = attrgetter("topic")
 _PARTITION = attrgetter("partition")
+#: Most one-partition answer lists a leader keeps between rebalances (all dropped beyond it);
+#: members with no partition share one empty list (aiokafka only encodes the lists).
+_MAX_KEPT_LISTINGS, _NO_PARTITIONS = 20_000, cast(list[tuple[str, list[int]]], [])
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +121,8 @@ class StreamsPartitionAssignor:
         self._pending_memory: LeaderMemory | None = None
         #: the task plan and end sums of this consumer's last assign(), for the next one
         self._leader_cache = LeaderCache()
+        #: one-partition members' answer lists, by partition, kept from one assign() to the next
+        self._listings: dict[TopicPartition, list[tuple[str, list[int]]]] = {}
 
     def bind(self, consumer: object) -> None:
         """Tell the assignor its consumer, so that follow-up rebalances can be triggered and,
@@ -200,7 +205,9 @@ class StreamsPartitionAssignor:
             metrics.assign_timed(time.perf_counter() - began)
             metrics.add(assign_errors=1)
             return _error_assignments(members, f"{type(exc).__name__}: {exc}")
-        answers = _answer_structs(members, result.members)
+        if len(self._listings) > _MAX_KEPT_LISTINGS:
+            self._listings.clear()
+        answers = _answer_structs(members, result.members, self._listings)
         elapsed = (time.perf_counter() - began) * 1000
         self.last_leader = LeaderRecord(group, result, elapsed)
         self._pending_memory = result.memory
@@ -373,9 +380,15 @@ def _shared_subscriptions(
 
 
 def _answer_structs(
-    members: Mapping[str, ConsumerProtocolMemberMetadata], results: Mapping[str, MemberResult]
+    members: Mapping[str, ConsumerProtocolMemberMetadata],
+    results: Mapping[str, MemberResult],
+    listings: dict[TopicPartition, list[tuple[str, list[int]]]] | None = None,
 ) -> dict[str, ConsumerProtocolMemberAssignment]:
     """aiokafka's answer for every member, in the order aiokafka listed the members.
+
+    A one-partition member's list comes from ``listings`` (added when missing): one kept from
+    an earlier rebalance is not three new objects for the collector's young pass when
+    ``assign()`` re-enables it (1,000 such members at 1,000 threads per client).
 
     Members handed the same result object (those without tasks) share one answer struct:
     aiokafka only encodes it. The pipeline lists members that share a result next to each
@@ -384,6 +397,7 @@ def _answer_structs(
     """
     answers: dict[str, ConsumerProtocolMemberAssignment | None] = dict.fromkeys(members)
     made: dict[int, ConsumerProtocolMemberAssignment] = {}
+    kept = {} if listings is None else listings
     last: MemberResult | None = None
     answer: ConsumerProtocolMemberAssignment | None = None
     for member_id, member in results.items():
@@ -393,9 +407,15 @@ def _answer_structs(
                 by_topic = member.by_topic
                 partitions = member.partitions
                 if by_topic is not None:
-                    listing = [(topic, list(numbers)) for topic, numbers in by_topic]
+                    listing = [(t, list(numbers)) for t, numbers in by_topic] or _NO_PARTITIONS
+                elif not partitions:
+                    listing = _NO_PARTITIONS
                 elif len(partitions) == 1:  # (most busy members: no call of ``_by_topic``)
-                    listing = [(partitions[0].topic, [partitions[0].partition])]
+                    only = partitions[0]
+                    cached = kept.get(only)
+                    if cached is None:
+                        cached = kept[only] = [(only.topic, [only.partition])]
+                    listing = cached
                 else:
                     listing = _by_topic(partitions)
                 answer = made[id(member)] = _answer_struct(listing, member.user_data)

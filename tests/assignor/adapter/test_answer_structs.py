@@ -69,3 +69,22 @@ def test_a_listing_the_leader_already_made_is_handed_over_as_a_copy() -> None:
     # and a listing different from the partitions would show: the listing is what is sent
     other = MemberResult(partitions, info, b"x", (("t", [2, 5]),))
     assert _answer_structs({"a": _metadata()}, {"a": other})["a"].assignment == [("t", [2, 5])]
+
+
+def test_one_partition_lists_are_kept_between_rebalances_and_encode_the_same() -> None:
+    """The leader's kept lists: a one-partition member's list is the one of the rebalance
+    before (not a new one for the collector), members without partitions share one empty
+    list, and every answer encodes as a fresh struct of the same values does."""
+    from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment
+
+    kept: dict[TopicPartition, list[tuple[str, list[int]]]] = {}
+    members = {m: _metadata() for m in ["a", "b", "c"]}
+    standby = MemberResult((), AssignmentInfo.error(AssignorError.NONE, 1), b"s")
+    first = _answer_structs(members, {"a": _result(3), "b": standby, "c": _result(7)}, kept)
+    second = _answer_structs(members, {"a": _result(7), "b": _result(None), "c": standby}, kept)
+    assert second["a"].assignment is first["c"].assignment == [("t", [7])]
+    assert second["b"].assignment is first["b"].assignment is second["c"].assignment == []
+    assert set(kept) == {TopicPartition("t", 3), TopicPartition("t", 7)}
+    for answer in [*first.values(), *second.values()]:
+        fresh = ConsumerProtocolMemberAssignment(0, answer.assignment, answer.user_data)
+        assert answer.encode() == fresh.encode()
