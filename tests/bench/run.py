@@ -54,8 +54,8 @@ from tests.bench.framework import (  # noqa: E402
     WorkerFailed,
     interleave,
     number_text,
+    pass_two_rounds,
     ratio,
-    rounds_within,
     short_figures,
 )
 
@@ -83,6 +83,8 @@ QUICK_GROWTH_MEMBERS = (10, 100, 1_000)  # over 1,000 partitions
 # figure says n=): the full report fits in 30 minutes, the quick one in a few.
 BIG_GROWTH_POINTS = ((100_000, 1_000), (10_000, 10_000))  # the issue's growth targets
 BIG_POINT_CAP_S = 120.0  # each, in the growth budget: past it the point says 'did not finish'
+#: a peer point whose other runs need at most this share of the time left takes them all
+CHEAP_POINT_SHARE = 0.02
 OLDER_TIMEOUT_S = 180.0  # each older bench: about 10-40 s on a quiet machine
 #: bench_sweep: two warm Spark sessions, 5 runs of 120 replays a side: about 3 minutes
 SWEEP_TIMEOUT_S = 480.0
@@ -228,11 +230,13 @@ def peer_grid(
         points.append(_PeerPoint(config, key, calls, results, round_s, traced))
     # Pass 2: the other runs - 1 rounds of each point, in the same order, the time left shared
     # out in proportion to what each point's rounds cost (an equal share left the groups of
-    # 1,000 members at 2 x 1,000 consumers one run while cheap points finished early).
+    # 1,000 members at 2 x 1,000 consumers one run while cheap points finished early); a cheap
+    # point takes all its runs (``pass_two_rounds``).
     for i, point in enumerate(points):
-        needs = [p.round_s * (runs - 1) for p in points[i:]]
-        share = max(deadline - time.perf_counter(), 0.0) * needs[0] / max(sum(needs), 1e-9)
-        more = rounds_within(share, point.round_s, runs - 1)
+        left = max(deadline - time.perf_counter(), 0.0)
+        more, share = pass_two_rounds(
+            [p.round_s for p in points[i:]], left, runs - 1, cheap_share=CHEAP_POINT_SHARE
+        )
         if more:
             for name, got in interleave(point.calls, more, share).items():
                 point.results[name].extend(got)  # the aiokafka runs' lists are shared

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.bench import drivers
-from tests.bench.framework import Budget, Figure, Target, interleave, ratio
+from tests.bench.framework import Budget, Figure, Target, interleave, pass_two_rounds, ratio
 
 
 def test_interleave_alternates_sides_and_stops_at_runs() -> None:
@@ -205,3 +205,18 @@ def test_a_last_rebalance_is_read_by_the_sample_only() -> None:
     read.clear()
     drivers.rebalance(members, drivers.cluster_for(shape))
     assert len(read) == 10
+
+
+def test_pass_two_gives_a_cheap_point_all_its_rounds_with_room() -> None:
+    # 0.3 s a round, 4 more wanted, 100 s left but the points after it need far more than that:
+    # the proportional share (about 0.1 s) would take none; a cheap point takes all four.
+    more, budget = pass_two_rounds([0.3, 60.0, 60.0], 100.0, 4, cheap_share=0.02)
+    assert more == 4 and budget >= 3 * 0.3 * 4
+
+
+def test_pass_two_shares_the_rest_in_proportion() -> None:
+    # Two points of 10 s a round, 4 more each, 40 s left: each gets half, so two rounds.
+    assert pass_two_rounds([10.0, 10.0], 40.0, 4, cheap_share=0.02) == (2, 20.0)
+    # Nothing left and not cheap: no further round.
+    assert pass_two_rounds([10.0], 0.0, 4, cheap_share=0.02) == (0, 0.0)
+    assert pass_two_rounds([], 50.0, 4, cheap_share=0.02) == (0, 0.0)
