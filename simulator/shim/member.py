@@ -241,13 +241,17 @@ class ShimMember:
         run, ``crash()`` takes four loop steps per member and ends in the same state, with the
         same journal events in the same order (each member's ``crashed``, in call order)."""
         assert self.at_rest
+        self._stop_at_rest()
+        self._set_status("crashed", "")
+
+    def _stop_at_rest(self) -> None:
+        """What both at-rest stops share: heartbeats stopped, the member's loop cancelled."""
         heartbeats, self._heartbeats = self._heartbeats, None
         assert heartbeats is not None
         heartbeats.stop_at_rest()
         task, self._task = self._task, None
         assert task is not None
         task.cancel()
-        self._set_status("crashed", "")
 
     def close_at_rest(self) -> None:
         """``await close()`` for a member :attr:`at_rest` (so without latency), done at once as
@@ -256,12 +260,7 @@ class ShimMember:
         ``close()`` takes four loop steps and a task of its own to end in this state, with the
         same journal events in the same order (nothing its loop's end does is logged)."""
         assert self.at_rest and self.latency_ms[1] <= 0
-        heartbeats, self._heartbeats = self._heartbeats, None
-        assert heartbeats is not None
-        heartbeats.stop_at_rest()
-        task, self._task = self._task, None
-        assert task is not None
-        task.cancel()
+        self._stop_at_rest()
         if self.generation > 0 and self.group_instance_id is None and self.member_id:
             self.coordinator.leave(
                 LeaveGroupRequest(self.group_id, ((self.member_id, None),))
