@@ -23,7 +23,8 @@ from aiokafka.structs import PartitionMetadata, TopicPartition
 #: the key of a cluster's shape: topics with their counts in order, brokers' rows, replication
 _Shape = tuple[tuple[tuple[str, int], ...], tuple[tuple[int, str, int, str | None], ...], int]
 #: what ``update_metadata`` made of a shape: each topic's partition entries in order, and each
-#: broker's led partitions in the order they were added to its set
+#: broker's led partitions in the order ``update_metadata`` added them to its set (topic by
+#: topic, partition by partition), not the set's iteration order
 _Built = tuple[dict[str, dict[int, PartitionMetadata]], dict[int, tuple[TopicPartition, ...]]]
 #: shapes kept (the oldest goes first): a sweep's jobs use a few dozen shapes at most, and one
 #: cold start's shape is some 1,280 entries
@@ -72,17 +73,31 @@ def make_cluster(
     # above); the containers are the cluster's own and are copied for each later cluster
     _built[shape] = (
         {topic: dict(entries) for topic, entries in cluster._partitions.items()},
-        {broker: tuple(led) for broker, led in cluster._broker_partitions.items()},
+        _led_in_insertion_order(cluster),
     )
     return cluster
+
+
+def _led_in_insertion_order(cluster: ClusterMetadata) -> dict[int, tuple[TopicPartition, ...]]:
+    """Each broker's led partitions in the order ``update_metadata`` added them. A set's
+    table depends on the order its items went in (a collision puts the later one elsewhere),
+    so a refill in the set's own iteration order can iterate differently under some hash seeds;
+    the same adds in the same order rebuild the very same table."""
+    led: dict[int, list[TopicPartition]] = {broker: [] for broker in cluster._broker_partitions}
+    for topic, entries in cluster._partitions.items():
+        for partition, entry in entries.items():
+            if entry.leader in led:
+                led[entry.leader].append(TopicPartition(topic, partition))
+    return {broker: tuple(tps) for broker, tps in led.items()}
 
 
 def _copy(broker_rows: list[tuple[int, str, int, str | None]], built: _Built) -> ClusterMetadata:
     """A cluster equal to the one ``update_metadata`` built for this shape: the brokers' rows go
     through ``update_metadata`` itself (so the controller, the refresh times and every other
     field it sets are set by aiokafka), then the topic-level containers are filled with the kept
-    entries. A set filled from a sequence adds its items one by one, so each broker's set gets
-    the same table, and iterates in the same order, as the one built partition by partition.
+    entries. A set filled from a sequence adds its items one by one, and the kept sequence is
+    the order of the full build's adds, so each broker's set gets the same table, and iterates
+    in the same order, as the one built partition by partition.
     No topic is internal, unauthorized or in error here, as in the full build."""
     cluster = ClusterMetadata()
     cluster.update_metadata(MetadataResponse_v1(broker_rows, 0, []))

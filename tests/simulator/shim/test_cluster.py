@@ -42,9 +42,9 @@ def test_a_shape_built_again_equals_the_first_in_order_and_is_its_own() -> None:
         list(p) for p in first._partitions.values()]
     assert list(second._broker_partitions) == list(first._broker_partitions)
     for broker, led in first._broker_partitions.items():
-        # Same members; a set's iteration order is not carried by a refill under every hash
-        # seed (a fresh clone's CI met one), and no row reads it: compared as sets.
-        assert second._broker_partitions[broker] == led
+        # same members in the same iteration order: the refill repeats the full build's adds
+        # in their order (a refill in the set's own iteration order differed under some seeds)
+        assert list(second._broker_partitions[broker]) == list(led)
     assert sorted(second.brokers()) == sorted(first.brokers())
     assert second.controller == first.controller
     assert second.topics() == first.topics()
