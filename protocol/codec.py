@@ -66,7 +66,6 @@ from protocol.messages import (
     SubscriptionInfo,
     VersionHeader,
 )
-from protocol.own_subscription import SubscriptionWriter
 
 LATEST_VERSION: Final = 4
 SUPPORTED_VERSIONS: Final = tuple(range(1, LATEST_VERSION + 1))
@@ -117,18 +116,6 @@ class Codec:
         version = self._version_to_write(version, info.version, "subscription")
         packed = msgpack.packb(_subscription_format.encode(info, version), use_bin_type=True)
         return _checked_size(packed, KIND_SUBSCRIPTION)
-
-    def subscription_writer(self) -> Callable[[SubscriptionInfo, int | None], bytes]:
-        """``encode_subscription`` for one member's successive subscriptions, the fields that
-        did not change since its last one packed once and kept
-        (``protocol.own_subscription.SubscriptionWriter``): the same bytes, the same errors."""
-        if type(self).encode_subscription is not Codec.encode_subscription:
-            return self.encode_subscription  # a subclass's writing is its own
-        return SubscriptionWriter(
-            self.encode_subscription,
-            lambda requested, own: self._version_to_write(requested, own, "subscription"),
-            lambda packed: _checked_size(packed, KIND_SUBSCRIPTION),
-        )
 
     def encode_assignment(self, info: AssignmentInfo, version: int | None = None) -> bytes:
         """Write ``info`` at ``version`` (default ``info.version``); see the module for drops."""

@@ -19,7 +19,7 @@ import asyncio
 import gc
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -140,8 +140,6 @@ class StreamsPartitionAssignor:
         self.last_info: AssignmentInfo | None = None
         self.last_leader: LeaderRecord | None = None
         self.last_followup_reason: str = ""
-        #: the codec this consumer's subscriptions are written with, and its writer
-        self._writer: tuple[Codec, Callable[[SubscriptionInfo, int | None], bytes]] | None = None
         #: the last answer read in full, reused when the same one arrives again
         self._kept_answer: _KeptAnswer | None = None
         #: memory from this consumer's last assign(), kept once its own assignment arrives
@@ -199,11 +197,7 @@ class StreamsPartitionAssignor:
             group_instance_id=self.group_instance_id,
         )
         self.last_subscription = info
-        codec = process.codec
-        writer = self._writer
-        if writer is None or writer[0] is not codec:
-            writer = self._writer = (codec, codec.subscription_writer())
-        user_data = writer[1](info, self.used_version)
+        user_data = process.codec.encode_subscription(info, version=self.used_version)
         return ConsumerProtocolMemberMetadata(
             CONSUMER_PROTOCOL_VERSION, sorted(topics), user_data
         )
