@@ -24,7 +24,7 @@ from assignor.testing import assignment_infos
 from protocol import AssignmentInfo, HostInfo
 from protocol.codec import Codec
 from protocol.errors import AssignorError
-from protocol.ids import ProcessId
+from protocol.ids import ProcessId, TaskId
 from tests.assignor.adapter.test_streams_assignor import TOPOLOGY
 
 #: the topic the drawn answers' partitions are listed in (their count is what matters)
@@ -132,6 +132,7 @@ def test_the_same_answer_is_read_once(monkeypatch: pytest.MonkeyPatch) -> None:
     info = AssignmentInfo(
         version=4,
         commonly_supported_version=4,
+        active_tasks=(TaskId(0, 0), TaskId(1, 1)),
         partitions_by_host={host: frozenset()},
         next_rebalance_ms=10,
     )
