@@ -190,6 +190,30 @@ def interpret_assignment(
     return MemberDecision(assignment, next_version, None)
 
 
+def repeat_decision(decision: MemberDecision) -> MemberDecision:
+    """What :func:`interpret_assignment` decides when it is called again with an equal message,
+    the same partitions, version, endpoint and topology as for ``decision``, and
+    ``previous=decision.assignment``; ``decision`` must be one without error.
+
+    Why: in a probing round most members receive the same answer as the round before, and the
+    adapter then skips reading it again. Only the changes differ (everything is kept now); the
+    maps are fresh copies in the same order, as a new interpretation builds them.
+    """
+    done = decision.assignment
+    assignment = MemberAssignment(
+        active_tasks=dict(done.active_tasks),
+        standby_tasks=dict(done.standby_tasks),
+        partitions_by_host=dict(done.partitions_by_host),
+        standby_partitions_by_host=dict(done.standby_partitions_by_host),
+        host_maps_complete=done.host_maps_complete,
+        changes=diff_tasks(done, done.active_tasks, done.standby_tasks),
+        changelogs=dict(done.changelogs),
+    )
+    return MemberDecision(
+        assignment, decision.next_used_version, decision.rebalance_at_ms, decision.reason
+    )
+
+
 #: Topologies (by identity, kept alive so that an id is not reused) -> task -> its changelog
 #: partitions, or None for a stateless task. A member's topology and its tasks' changelogs do
 #: not change between rebalances, yet rebuilding them was a third of ``interpret_assignment``.

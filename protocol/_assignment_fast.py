@@ -65,6 +65,8 @@ _KEPT_SIZE: Final = [0]
 _KEPT_MAX_ENTRIES: Final = 1 << 16
 _LIST: Final = {list}
 _INT: Final = {int}
+#: the message's map fields (copied by :func:`copy_assignment`)
+_MAPS: Final = ("standby_tasks", "partitions_by_host", "standby_partitions_by_host")
 
 
 def decode_fast(raw: bytes, latest_supported: int) -> AssignmentInfo | None:
@@ -127,6 +129,23 @@ def decode_fast(raw: bytes, latest_supported: int) -> AssignmentInfo | None:
             "host_maps_complete": bool(complete),
         },
     )
+
+
+def copy_assignment(info: AssignmentInfo) -> AssignmentInfo:
+    """An instance equal to ``info`` field by field, as decoding its bytes again builds one:
+    the same values, fresh copies of its dict maps (in their order), the same given fields.
+
+    Why: a member that receives the same bytes as the round before (most of a probing round)
+    reads them from its last message instead of decoding them again
+    (``assignor.adapter.streams_assignor``); the maps are copied because a decode never hands
+    out one it handed out before.
+    """
+    values = dict(vars(info))
+    for name in _MAPS:
+        value = values[name]
+        if type(value) is dict:
+            values[name] = value.copy()
+    return trusted_model(AssignmentInfo, values, fields_set=info.model_fields_set)
 
 
 def _topics_ok(topics: object) -> bool:
@@ -287,4 +306,4 @@ def _hosts(entries: object, topics: list[str], budget: list[int], max_hosts: int
     return hosts
 
 
-__all__ = ["FAST_MAX_BYTES", "decode_fast"]
+__all__ = ["FAST_MAX_BYTES", "copy_assignment", "decode_fast"]

@@ -293,8 +293,10 @@ class StreamsProcess:
         reach the bytes: the encoder sorts the sums.)"""
         running, standby = self._running, self._standby
         own_active = running.get(index, frozenset())
-        active = own_active.union(*(tasks for i, tasks in running.items() if i != index))
-        if index == min((a.index for a in self._assignors), default=index):
+        # every consumer's active tasks (its own among them: the same set as leaving it out)
+        active = own_active.union(*running.values())
+        # the first consumer is the first made: ``new_assignor`` numbers them 0, 1, ...
+        if index == (self._assignors[0].index if self._assignors else index):
             # the first consumer: everything not active here nor another consumer's standby
             others = frozenset().union(*(tasks for i, tasks in standby.items() if i != index))
             skip = others.difference(standby.get(index, ())).union(active)

@@ -19,17 +19,21 @@ import asyncio
 import gc
 import logging
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from operator import attrgetter
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from aiokafka.coordinator.protocol import (
     ConsumerProtocolMemberAssignment,
     ConsumerProtocolMemberMetadata,
 )
 
+from assignor.adapter.answer_structs import (
+    CONSUMER_PROTOCOL_VERSION,
+    answer_structs,
+    error_assignments,
+)
 from assignor.adapter.assign_time_offsets import install_assign_time_refresh
 from assignor.adapter.rejoin import FollowupScheduler, request_rejoin
 from assignor.leader.cache import LeaderCache
@@ -38,16 +42,21 @@ from assignor.leader.guard import LeaderMemory
 from assignor.leader.model import (
     GroupInput,
     LeaderResult,
-    MemberResult,
     MemberSubscription,
     member_subscription,
 )
 from assignor.leader.pipeline import assign_group
-from assignor.member import MemberAssignment, interpret_assignment
+from assignor.member import (
+    MemberAssignment,
+    MemberDecision,
+    interpret_assignment,
+    repeat_decision,
+)
+from protocol._assignment_fast import copy_assignment
 from protocol.codec import Codec
 from protocol.errors import AssignorError, ProtocolError
 from protocol.ids import TopicPartition
-from protocol.messages import AssignmentInfo, SubscriptionInfo
+from protocol.messages import AssignmentInfo, SubscriptionInfo, VersionHeader
 from protocol.own_subscription import own_subscription
 from protocol.shared_ids import shared_topic_partition
 
@@ -56,13 +65,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: aiokafka's ConsumerProtocol schema version (v0 is the only one it has).
-_CONSUMER_PROTOCOL_VERSION = 0
-_TOPIC = attrgetter("topic")
-_PARTITION = attrgetter("partition")
-#: Most one-partition answer lists a leader keeps between rebalances (all dropped beyond it);
-#: members with no partition share one empty list (aiokafka only encodes the lists).
-_MAX_KEPT_LISTINGS, _NO_PARTITIONS = 20_000, cast(list[tuple[str, list[int]]], [])
+#: Most one-partition answer lists a leader keeps between rebalances (all dropped beyond it).
+_MAX_KEPT_LISTINGS = 20_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +76,25 @@ class LeaderRecord:
     group: GroupInput
     result: LeaderResult
     elapsed_ms: float
+
+
+@dataclass(frozen=True, slots=True)
+class _KeptAnswer:
+    """A member's last answer read in full, and what reading it gave.
+
+    In a probing round most members receive exactly the bytes and partitions they received the
+    round before (a high-availability replay: 94 % of them), and reading and interpreting them
+    again was most of ``on_assignment``. The same bytes decode to an equal message, and with
+    the same partitions and context (``StreamsPartitionAssignor._context``), and the previous
+    assignment being this decision's, :func:`assignor.member.repeat_decision` gives what
+    :func:`interpret_assignment` would. The listing is a copy: aiokafka's is not ours to keep.
+    """
+
+    user_data: bytes
+    listing: list[tuple[str, list[int]]]
+    context: tuple[object, ...]
+    info: AssignmentInfo
+    decision: MemberDecision
 
 
 @contextmanager
@@ -98,7 +121,7 @@ class StreamsPartitionAssignor:
 
     name = "stream"
     #: aiokafka's built-ins carry this; it is the ConsumerProtocol schema version they send.
-    version = _CONSUMER_PROTOCOL_VERSION
+    version = CONSUMER_PROTOCOL_VERSION
 
     def __init__(
         self, process: StreamsProcess, index: int, group_instance_id: str | None = None
@@ -117,6 +140,8 @@ class StreamsPartitionAssignor:
         self.last_info: AssignmentInfo | None = None
         self.last_leader: LeaderRecord | None = None
         self.last_followup_reason: str = ""
+        #: the last answer read in full, reused when the same one arrives again
+        self._kept_answer: _KeptAnswer | None = None
         #: memory from this consumer's last assign(), kept once its own assignment arrives
         self._pending_memory: LeaderMemory | None = None
         #: the task plan and end sums of this consumer's last assign(), for the next one
@@ -174,7 +199,7 @@ class StreamsPartitionAssignor:
         self.last_subscription = info
         user_data = process.codec.encode_subscription(info, version=self.used_version)
         return ConsumerProtocolMemberMetadata(
-            _CONSUMER_PROTOCOL_VERSION, sorted(topics), user_data
+            CONSUMER_PROTOCOL_VERSION, sorted(topics), user_data
         )
 
     def assign(
@@ -204,10 +229,10 @@ class StreamsPartitionAssignor:
             log.exception("assign() failed; every member gets an error assignment")
             metrics.assign_timed(time.perf_counter() - began)
             metrics.add(assign_errors=1)
-            return _error_assignments(members, f"{type(exc).__name__}: {exc}")
+            return error_assignments(members, f"{type(exc).__name__}: {exc}")
         if len(self._listings) > _MAX_KEPT_LISTINGS:
             self._listings.clear()
-        answers = _answer_structs(members, result.members, self._listings)
+        answers = answer_structs(members, result.members, self._listings)
         elapsed = (time.perf_counter() - began) * 1000
         self.last_leader = LeaderRecord(group, result, elapsed)
         self._pending_memory = result.memory
@@ -230,26 +255,25 @@ class StreamsPartitionAssignor:
         if self._pending_memory is not None:
             # this consumer led the generation that just completed: it reached the members
             process.leader_memory, self._pending_memory = self._pending_memory, None
-        # the decoder's shared instances: built once per partition, not per member and round
-        partitions = [
-            shared_topic_partition(topic, p)
-            for topic, numbers in assignment.assignment
-            for p in numbers
-        ]
-        try:
-            info = process.codec.decode_assignment(assignment.user_data or b"")
-        except ProtocolError as exc:
-            log.error("cannot read the leader's assignment: %s", exc)
-            info = AssignmentInfo.error(AssignorError.ASSIGNMENT_ERROR, 1)
-        decision = interpret_assignment(
-            info,
-            partitions,
-            used_version=self.used_version,
-            latest_supported_version=process.codec.latest_supported,
-            endpoint=process.endpoint,
-            previous=self.last_assignment,
-            topology=process.topology,
-        )
+        data = assignment.user_data or b""
+        kept = self._kept_answer
+        if (
+            kept is not None
+            and type(data) is bytes
+            and kept.decision.assignment is self.last_assignment
+            and kept.context == self._context()
+            and kept.user_data == data
+            and kept.listing == assignment.assignment
+        ):
+            # the same answer again (most members of a probing round): what decoding and
+            # interpreting it would give, from the last time's results
+            info: AssignmentInfo | VersionHeader = copy_assignment(kept.info)
+            decision = repeat_decision(kept.decision)
+            self._kept_answer = _KeptAnswer(
+                kept.user_data, kept.listing, kept.context, kept.info, decision
+            )
+        else:
+            info, decision = self._interpret(assignment, data)
         self.last_info = info if isinstance(info, AssignmentInfo) else None
         self.used_version = decision.next_used_version
         self.last_assignment = decision.assignment
@@ -265,6 +289,55 @@ class StreamsPartitionAssignor:
         else:
             self._schedule(decision.rebalance_at_ms, decision.reason)
         process._notify(self, decision.assignment)
+
+    def _interpret(
+        self, assignment: ConsumerProtocolMemberAssignment, data: bytes
+    ) -> tuple[AssignmentInfo | VersionHeader, MemberDecision]:
+        """Decode and interpret an answer in full; keep it (``_kept_answer``) when the same
+        answer arriving again may reuse the outcome: a readable assignment without error,
+        decoded by this package's codec (a subclass's decoding is its own)."""
+        process = self.process
+        # the decoder's shared instances: built once per partition, not per member and round
+        partitions = [
+            shared_topic_partition(topic, p)
+            for topic, numbers in assignment.assignment
+            for p in numbers
+        ]
+        context = self._context()
+        try:
+            info = process.codec.decode_assignment(data)
+        except ProtocolError as exc:
+            log.error("cannot read the leader's assignment: %s", exc)
+            info = AssignmentInfo.error(AssignorError.ASSIGNMENT_ERROR, 1)
+        decision = interpret_assignment(
+            info,
+            partitions,
+            used_version=self.used_version,
+            latest_supported_version=process.codec.latest_supported,
+            endpoint=process.endpoint,
+            previous=self.last_assignment,
+            topology=process.topology,
+        )
+        self._kept_answer = None
+        if (
+            isinstance(info, AssignmentInfo)
+            and decision.assignment.error is AssignorError.NONE
+            and type(process.codec).decode_assignment is Codec.decode_assignment
+            and type(data) is bytes
+        ):
+            listing = [(topic, list(numbers)) for topic, numbers in assignment.assignment]
+            self._kept_answer = _KeptAnswer(data, listing, context, info, decision)
+        return info, decision
+
+    def _context(self) -> tuple[object, ...]:
+        """What else ``_interpret``'s outcome depends on (compared item by item, identity
+        first): the subscription version, the codec and its latest version, the endpoint and
+        the topology."""
+        process = self.process
+        codec = process.codec
+        return (
+            self.used_version, codec, codec.latest_supported, process.endpoint, process.topology
+        )
 
     # ------------------------------------------------------------------ helpers
 
@@ -377,124 +450,6 @@ def _shared_subscriptions(
             known = known_bytes[data] = (listed, member_subscription(names[1], data))
         subscriptions[member_id] = known[1]
     return subscriptions
-
-
-def _answer_structs(
-    members: Mapping[str, ConsumerProtocolMemberMetadata],
-    results: Mapping[str, MemberResult],
-    listings: dict[TopicPartition, list[tuple[str, list[int]]]] | None = None,
-) -> dict[str, ConsumerProtocolMemberAssignment]:
-    """aiokafka's answer for every member, in the order aiokafka listed the members.
-
-    A one-partition member's list comes from ``listings`` (added when missing): one kept from
-    an earlier rebalance is not three new objects for the collector's young pass when
-    ``assign()`` re-enables it (1,000 such members at 1,000 threads per client).
-
-    Members handed the same result object (those without tasks) share one answer struct:
-    aiokafka only encodes it. The pipeline lists members that share a result next to each
-    other, so a run of them costs an identity check and a store each (8,000 of 10,000
-    consumers over 1,000 tasks), not two dict look-ups.
-    """
-    answers: dict[str, ConsumerProtocolMemberAssignment | None] = dict.fromkeys(members)
-    made: dict[int, ConsumerProtocolMemberAssignment] = {}
-    kept = {} if listings is None else listings
-    last: MemberResult | None = None
-    answer: ConsumerProtocolMemberAssignment | None = None
-    for member_id, member in results.items():
-        if member is not last:
-            answer = made.get(id(member))
-            if answer is None:
-                by_topic = member.by_topic
-                partitions = member.partitions
-                if by_topic is not None:
-                    listing = [(t, list(numbers)) for t, numbers in by_topic] or _NO_PARTITIONS
-                elif not partitions:
-                    listing = _NO_PARTITIONS
-                elif len(partitions) == 1:  # (most busy members: no call of ``_by_topic``)
-                    only = partitions[0]
-                    cached = kept.get(only)
-                    if cached is None:
-                        cached = kept[only] = [(only.topic, [only.partition])]
-                    listing = cached
-                else:
-                    listing = _by_topic(partitions)
-                answer = made[id(member)] = _answer_struct(listing, member.user_data)
-            last = member
-        answers[member_id] = answer
-    if len(answers) != len(members):  # answers for members aiokafka did not list: not sent
-        for member_id in [m for m in answers if m not in members]:
-            del answers[member_id]
-    # Every listed member is answered when the results name the same members, compared in C
-    # (not ``None in answers.values()``: aiokafka's structs compare in Python).
-    if results.keys() != members.keys():
-        for member_id in [m for m, a in answers.items() if a is None]:
-            log.error("the pipeline gave member %s no answer; sending an error", member_id)
-            answers.update(_error_assignments({member_id: members[member_id]}, "no answer"))
-    return cast(dict[str, ConsumerProtocolMemberAssignment], answers)
-
-
-def _plain_answer_struct(
-    assignment: list[tuple[str, list[int]]], user_data: bytes
-) -> ConsumerProtocolMemberAssignment:
-    return ConsumerProtocolMemberAssignment(_CONSUMER_PROTOCOL_VERSION, assignment, user_data)
-
-
-def _fast_answer_struct(
-    assignment: list[tuple[str, list[int]]], user_data: bytes
-) -> ConsumerProtocolMemberAssignment:
-    """:func:`_plain_answer_struct` without ``Struct.__init__``'s loop over the schema (2,000
-    distinct answers at 1,000 threads per client): the same attributes, set in its order."""
-    answer: ConsumerProtocolMemberAssignment = _new_object(ConsumerProtocolMemberAssignment)
-    answer.version = _CONSUMER_PROTOCOL_VERSION
-    answer.assignment = assignment
-    answer.user_data = user_data
-    return answer
-
-
-def _same_answer_structs() -> bool:
-    """Whether :func:`_fast_answer_struct` builds what aiokafka's constructor builds: the same
-    instance dict, in the schema's order, and the same bytes."""
-    try:
-        fast = _fast_answer_struct([("t", [1, 2])], b"x")
-        plain = _plain_answer_struct([("t", [1, 2])], b"x")
-        return (
-            type(fast) is type(plain)
-            and list(vars(fast).items()) == list(vars(plain).items())
-            and fast.encode() == plain.encode()
-        )
-    except Exception:  # pragma: no cover - an aiokafka whose Struct changed
-        return False
-
-
-_new_object = object.__new__
-_answer_struct = _fast_answer_struct if _same_answer_structs() else _plain_answer_struct
-
-
-def _by_topic(partitions: Sequence[TopicPartition]) -> list[tuple[str, list[int]]]:
-    """aiokafka's ``[(topic, [partition, ...]), ...]``, topics and partitions ascending."""
-    if len(partitions) == 1:  # one partition, most members of a large group: nothing to sort
-        (only,) = partitions
-        return [(only.topic, [only.partition])]
-    topics = set(map(_TOPIC, partitions))
-    if len(topics) == 1:  # one topic (6,000 partitions of one consumer): read in C, no loop
-        (topic,) = topics
-        return [(topic, sorted(map(_PARTITION, partitions)))]
-    grouped: dict[str, list[int]] = {}
-    for tp in partitions:
-        grouped.setdefault(tp.topic, []).append(tp.partition)
-    return [(topic, sorted(numbers)) for topic, numbers in sorted(grouped.items())]
-
-
-def _error_assignments(
-    members: Mapping[str, Any], why: str
-) -> dict[str, ConsumerProtocolMemberAssignment]:
-    """Version 1 error assignments, which every build of the codec reads."""
-    data = Codec(1).encode_assignment(AssignmentInfo.error(AssignorError.ASSIGNMENT_ERROR, 1))
-    log.error("answering %d member(s) with ASSIGNMENT_ERROR: %s", len(members), why)
-    return {
-        member_id: ConsumerProtocolMemberAssignment(_CONSUMER_PROTOCOL_VERSION, [], data)
-        for member_id in members
-    }
 
 
 __all__ = ["LeaderRecord", "StreamsPartitionAssignor"]

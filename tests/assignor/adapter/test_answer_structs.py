@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from aiokafka.coordinator.protocol import ConsumerProtocolMemberMetadata
 
-from assignor.adapter.streams_assignor import _answer_structs
+from assignor.adapter.answer_structs import answer_structs as _answer_structs
 from assignor.leader.model import MemberResult
 from protocol.codec import Codec
 from protocol.errors import AssignorError
@@ -46,7 +46,7 @@ def test_a_member_without_a_result_gets_an_error_and_a_stranger_nothing() -> Non
 
 def test_partitions_grouped_by_topic_ascending_whatever_their_order() -> None:
     """aiokafka's ``[(topic, [partitions])]``: one topic (the path read in C) and several."""
-    from assignor.adapter.streams_assignor import _by_topic
+    from assignor.adapter.answer_structs import topic_listing as _by_topic
 
     one = [TopicPartition("t", p) for p in (5, 0, 3, 1)]
     assert _by_topic(one) == [("t", [0, 1, 3, 5])]
