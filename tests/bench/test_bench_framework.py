@@ -220,3 +220,53 @@ def test_pass_two_shares_the_rest_in_proportion() -> None:
     # Nothing left and not cheap: no further round.
     assert pass_two_rounds([10.0], 0.0, 4, cheap_share=0.02) == (0, 0.0)
     assert pass_two_rounds([], 50.0, 4, cheap_share=0.02) == (0, 0.0)
+
+
+PEER_SIDES = [s for s in SIDES if s != "ours"]
+
+
+@pytest.mark.parametrize("side", PEER_SIDES)
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_reused_run_gives_the_leader_the_bytes_of_a_fully_read_run(
+    side: str, threads: int
+) -> None:
+    # A point's later runs skip the reading of the first answers by the members outside the
+    # sample and send their recorded second JoinGroup bytes: the leader's two assign() calls
+    # must see exactly the bytes of a run in which every member did its own work, and answer
+    # exactly the same.
+    shape = drivers.Shape(partitions=24, instances=10, threads=threads, standbys=1, topics=2)
+    drivers._KEPT.pop((side, shape), None)
+    full = drivers.story_rounds(side, shape, reuse=False)
+    recorded = drivers.story_rounds(side, shape)
+    reused = drivers.story_rounds(side, shape)
+    sample = threads + drivers.LAST_ROUND_SAMPLE
+    assert full["first"].read == recorded["first"].read == shape.members
+    assert reused["first"].read == sample  # the others' reading was skipped
+    for rnd in ("first", "second"):
+        assert reused[rnd].joined == recorded[rnd].joined == full[rnd].joined
+        assert reused[rnd].synced == recorded[rnd].synced == full[rnd].synced
+    assert reused["second"].read == full["second"].read == sample  # a last round: the sample
+
+
+def test_a_run_whose_first_answers_differ_from_the_record_is_read_in_full() -> None:
+    shape = drivers.Shape(partitions=24, instances=10, threads=1, standbys=0)
+    key = ("roundrobin", shape)
+    drivers._KEPT.pop(key, None)
+    drivers.story_rounds("roundrobin", shape)
+    kept = drivers._KEPT[key]
+    one = next(iter(kept.first_answers))
+    kept.first_answers[one] += b"x"  # as if the leader had answered otherwise
+    again = drivers.story_rounds("roundrobin", shape)
+    assert again["first"].read == shape.members
+    assert drivers._KEPT[key].first_answers[one] == again["first"].synced[one]  # recorded anew
+
+
+def test_a_sample_that_would_send_other_bytes_than_the_record_stops_the_run() -> None:
+    shape = drivers.Shape(partitions=24, instances=10, threads=1, standbys=0)
+    key = ("sticky", shape)
+    drivers._KEPT.pop(key, None)
+    drivers.story_rounds("sticky", shape)
+    leader_id = drivers.member_id(0)
+    drivers._KEPT[key].second_join[leader_id] += b"x"
+    with pytest.raises(RuntimeError, match="differ from the recorded run"):
+        drivers.story_rounds("sticky", shape)
