@@ -347,9 +347,11 @@ def run_story(
     leaves (and, with ``stable``, a third in which nothing changes: a probing rebalance).
     The leader's instance and ``LAST_ROUND_SAMPLE`` members are the sample: they always call
     ``metadata()`` and read their answers, timed (``member_ms``). The last rebalance's answers
-    are read by the sample only (no later rebalance reads them)."""
-    return {name: r.summary() for name, r in story_rounds(
-        side, shape, trace=trace, stable=stable, reuse=reuse).items()}
+    are read by the sample only (no later rebalance reads them). ``members_read`` says how
+    many members read their first answer (all, or the sample when the run reused a record)."""
+    rounds = story_rounds(side, shape, trace=trace, stable=stable, reuse=reuse)
+    return {name: r.summary() for name, r in rounds.items()} | {
+        "members_read": rounds["first"].read}
 
 
 def story_rounds(
