@@ -52,9 +52,10 @@ SIDES = [s for s in drivers.SIDES if s != "faust" or importlib.util.find_spec("f
 def test_every_side_answers_every_member_in_every_rebalance(side: str, threads: int) -> None:
     shape = drivers.Shape(partitions=12, instances=3, threads=threads, standbys=1, topics=2)
     story: dict[str, Any] = drivers.run_story(side, shape, stable=True)
-    assert set(story) == {"first", "second", "stable"}
+    assert set(story) == {"first", "second", "stable", "members_read"}
+    assert story["members_read"] == shape.members
     assert story["first"]["sync_bytes_group"] > 0
-    for rebalance in story.values():
+    for rebalance in (story["first"], story["second"], story["stable"]):
         assert rebalance["assign_ms"] >= 0
         assert rebalance["join_bytes_max"] <= rebalance["join_bytes_group"]
 
