@@ -89,8 +89,9 @@ OLDER_TIMEOUT_S = 180.0  # each older bench: about 10-40 s on a quiet machine
 #: bench_sweep: two warm Spark sessions, 5 runs of 120 replays a side: about 3 minutes
 SWEEP_TIMEOUT_S = 480.0
 #: The full report's whole time. The peer grid runs last and gets what the other sections left
-#: of it (at least PEERS_FLOOR_S): it needs the most (about 1,250 s for 5 runs of every point
-#: on a quiet machine, 2 x 1,000 Faust consumers alone about 45 s a run) and the others stop
+#: of it (at least PEERS_FLOOR_S): it needs the most (about 1,150 s for 5 runs of every point
+#: on a quiet machine, 2 x 1,000 Faust consumers alone about 55 s a first run and 25 s a later
+#: one, which reuses the first's member bytes: ``drivers.story_rounds``) and the others stop
 #: as soon as their runs are done. Measured at c6b6e01 on a quiet machine: Java about 150 s,
 #: growth about 290 s, the older benches about 215 s.
 FULL_TOTAL_S = 1800.0
