@@ -389,7 +389,8 @@ def story_rounds(
         return not reused[0]
 
     first = rebalance(everyone, cluster, trace=trace, readers=sample, rest_reads=rest_reads)
-    known = kept.second_join if kept is not None and reused[0] else None
+    # No members outside the sample (a group of at most T + 5 members): nothing to reuse.
+    known = kept.second_join if kept is not None and reused and reused[0] else None
     second = rebalance(remaining, cluster, trace=trace, readers=sample, known_join=known)
     if known is None:
         _KEPT[key] = _Kept(first.synced, second.joined)

@@ -271,3 +271,13 @@ def test_a_sample_that_would_send_other_bytes_than_the_record_stops_the_run() ->
     drivers._KEPT[key].second_join[leader_id] += b"x"
     with pytest.raises(RuntimeError, match="differ from the recorded run"):
         drivers.story_rounds("sticky", shape)
+
+
+@pytest.mark.parametrize("side", PEER_SIDES)
+def test_a_group_no_larger_than_the_sample_runs_again_with_every_member_reading(side: str) -> None:
+    # 6,000 partitions over 2 instances: every member is in the sample, nothing is reused.
+    shape = drivers.Shape(partitions=24, instances=2, threads=1, standbys=1, topics=2)
+    for _ in range(2):
+        story = drivers.run_story(side, shape)
+        assert story["members_read"] == shape.members
+        assert set(story) == {"first", "second", "members_read"}
