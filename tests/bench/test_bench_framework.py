@@ -247,6 +247,13 @@ def test_a_reused_run_gives_the_leader_the_bytes_of_a_fully_read_run(
         assert reused[rnd].joined == recorded[rnd].joined == full[rnd].joined
         assert reused[rnd].synced == recorded[rnd].synced == full[rnd].synced
     assert reused["second"].read == full["second"].read == sample  # a last round: the sample
+    # The record keeps the recorded members (their state stays on the heap, as it would) and
+    # is the only one: another point's run drops it.
+    assert list(drivers._KEPT) == [(side, shape)]
+    assert len(drivers._KEPT[(side, shape)].members) == shape.members
+    other = drivers.Shape(partitions=12, instances=2, threads=1)
+    drivers.story_rounds(side, other)
+    assert (side, shape) not in drivers._KEPT
 
 
 def test_a_run_whose_first_answers_differ_from_the_record_is_read_in_full() -> None:
