@@ -89,9 +89,9 @@ OLDER_TIMEOUT_S = 180.0  # each older bench: about 10-40 s on a quiet machine
 #: bench_sweep: two warm Spark sessions, 5 runs of 120 replays a side: about 3 minutes
 SWEEP_TIMEOUT_S = 480.0
 #: The full report's whole time. The peer grid runs last and gets what the other sections left
-#: of it (at least PEERS_FLOOR_S): it needs the most (about 1,150 s for 5 runs of every point
-#: on a quiet machine, 2 x 1,000 Faust consumers alone about 55 s a first run and 25 s a later
-#: one, which reuses the first's member bytes: ``drivers.story_rounds``) and the others stop
+#: of it (at least PEERS_FLOOR_S): it needs the most (about 1,200 s for 5 runs of every point
+#: on a quiet machine, estimated; 2 x 1,000 Faust consumers alone about 55 s a run that records
+#: its members' bytes and 26 s one that reuses them: ``drivers.story_rounds``) and the others stop
 #: as soon as their runs are done. Measured at c6b6e01 on a quiet machine: Java about 150 s,
 #: growth about 290 s, the older benches about 215 s.
 FULL_TOTAL_S = 1800.0
@@ -237,9 +237,10 @@ def peer_grid(
     # out in proportion to what each point's rounds cost (an equal share left the groups of
     # 1,000 members at 2 x 1,000 consumers one run while cheap points finished early); a cheap
     # point takes all its runs (``pass_two_rounds``). A point's rounds are taken one at a time
-    # and its cost is then re-rated on the last one: a first round also records the members'
-    # bytes that later rounds reuse (``drivers.story_rounds``), so at the 1,000-member points
-    # it costs about twice a later one, and rated on it the shares would fall short.
+    # and its cost is then re-rated on the last one: a point's first round here records the
+    # members' bytes anew (a worker keeps one point's record), and later rounds reuse them
+    # (``drivers.story_rounds``), so at the 1,000-member points they cost about half of it, and
+    # rated on it the shares would fall short.
     for i, point in enumerate(points):
         for _ in range(runs - 1):  # bounded: one round per pass at most
             left = max(deadline - time.perf_counter(), 0.0)
