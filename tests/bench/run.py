@@ -200,9 +200,11 @@ def peer_grid(
     # reaches every shape of point before the groups of 1,000 members, and each point's cost
     # is then known rather than guessed. A point is not started when one round of it would
     # overrun the deadline by more than a minute (rated by the last point's seconds per cost).
+    # Among points of equal cost, fewer members first: the last, 1,000 instances x 2
+    # consumers, then starts pass 2 with its members' record still kept in each worker.
     seconds_per_cost = 0.0
     points: list[_PeerPoint] = []
-    for config in sorted(configs, key=_peer_cost):
+    for config in sorted(configs, key=lambda c: (_peer_cost(c), _members(c))):
         point_started = time.perf_counter()
         if point_started + seconds_per_cost * _peer_cost(config) > deadline + 60:
             skipped.append(shape_text(config))
@@ -233,7 +235,8 @@ def peer_grid(
             if config["threads"] == 1 and one_run_s < 5
         }
         points.append(_PeerPoint(config, key, calls, results, round_s, traced))
-    # Pass 2: the other runs - 1 rounds of each point, in the same order, the time left shared
+    # Pass 2: the other runs - 1 rounds of each point, in the same order (but pass 1's last point
+    # first: the workers still hold its record), the time left shared
     # out in proportion to what each point's rounds cost (an equal share left the groups of
     # 1,000 members at 2 x 1,000 consumers one run while cheap points finished early); a cheap
     # point takes all its runs (``pass_two_rounds``). A point's rounds are taken one at a time
@@ -241,11 +244,12 @@ def peer_grid(
     # members' bytes anew (a worker keeps one point's record), and later rounds reuse them
     # (``drivers.story_rounds``), so at the 1,000-member points they cost about half of it, and
     # rated on it the shares would fall short.
-    for i, point in enumerate(points):
+    order = points[-1:] + points[:-1]
+    for i, point in enumerate(order):
         for _ in range(runs - 1):  # bounded: one round per pass at most
             left = max(deadline - time.perf_counter(), 0.0)
             more, share = pass_two_rounds(
-                [p.round_s for p in points[i:]], left, runs - len(point.results["ours"]),
+                [p.round_s for p in order[i:]], left, runs - len(point.results["ours"]),
                 cheap_share=CHEAP_POINT_SHARE,
             )
             if not more:
