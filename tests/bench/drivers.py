@@ -364,18 +364,19 @@ def story_rounds(
     the other members' reading of them and sends, in the second rebalance, the JoinGroup bytes
     those members sent then: each member starts fresh, the same way, and reads the same bytes,
     so it would send the same bytes (Faust's members each decode the group's whole assignment:
-    at 1,000 instances x 2 consumers their reading took 16 s of a 45 s run, while the leader's
-    two ``assign()`` calls, the figures, took 23 s). The sample still does its own work every
-    run, and its bytes are checked against the record. The leader's ``assign()`` sees the same
-    bytes either way (``tests/bench/test_bench_framework.py`` compares both ways), and the same
-    heap: the record keeps the recorded run's members alive, holding the state this run's
-    members would hold had they read (Faust's: the group's decoded assignment each), so the
-    collector's passes inside the timed call scan what they would scan in a fully read run
-    (without them, Faust's second ``assign()`` at 1,000 partitions x 200 consumers took a
-    median 2.95 s against 2.45 s in an A/B on a loaded machine: a smaller heap reaches the
-    collector's full-pass threshold more often). Hence
+    at 1,000 instances x 2 consumers their reading was 16 s of a 55 s round, the leader's two
+    ``assign()`` calls, the figures, 23 s). The sample still does its own work every run, and
+    its bytes are checked against the record. The leader's ``assign()`` sees the same bytes
+    either way (``tests/bench/test_bench_framework.py`` compares both ways), and in the second
+    rebalance the same heap: the record keeps the recorded run's members alive, holding the
+    state this run's members would hold had they read (Faust's: the group's decoded assignment
+    each), so the collector's full passes inside the timed call are those of a fully read run
+    (at 1,000 x 1,000 Faust's second ``assign()`` ran 2 of them either way, 11 without the kept
+    members: a smaller heap reaches the full-pass threshold more often). In the first
+    rebalance those members are extra (a fully read run holds no state yet); a larger heap
+    only delays full passes, and Faust's first ``assign()`` ran none either way there. Hence
     one record at a time, the last point's: a point's first run after another point's records
-    anew, and another point's record must not weigh on this one's collector either."""
+    anew, and another point's record does not weigh on this one's collector."""
     cluster = cluster_for(shape)
     instances = new_group(side, shape)
     everyone = [m for group in instances for m in group]
