@@ -89,8 +89,9 @@ OLDER_TIMEOUT_S = 180.0  # each older bench: about 10-40 s on a quiet machine
 #: bench_sweep: two warm Spark sessions, 5 runs of 120 replays a side: about 3 minutes
 SWEEP_TIMEOUT_S = 480.0
 #: The full report's whole time. The peer grid runs last and gets what the other sections left
-#: of it (at least PEERS_FLOOR_S): it needs the most (about 1,250 s for 5 runs of every point
-#: on a quiet machine, 2 x 1,000 Faust consumers alone about 45 s a run) and the others stop
+#: of it (at least PEERS_FLOOR_S): it needs the most (about 1,200 s for 5 runs of every point
+#: on a quiet machine, estimated; 2 x 1,000 Faust consumers alone about 55 s a run that records
+#: its members' bytes and 26 s one that reuses them: ``drivers.story_rounds``) and the others stop
 #: as soon as their runs are done. Measured at c6b6e01 on a quiet machine: Java about 150 s,
 #: growth about 290 s, the older benches about 215 s.
 FULL_TOTAL_S = 1800.0
@@ -166,9 +167,13 @@ def peer_grid(
             "real, every other member a real assignor reading its own answer with the host "
             "maps cut to its own endpoint, and `ours member ms` is the mean over the leader's "
             "instance and a sample of 5 members reading the full answer; Faust's and "
-            "aiokafka's members are all hosted in their workers (theirs keep little state), all "
-            "read their answers in the first rebalance and the leader's instance and 5 members "
-            "in the second, the story's last (`Faust member ms` is their mean there). Each "
+            "aiokafka's members are all hosted in their workers (theirs keep little state), and "
+            "the same sample does its own work in every run, timed (`Faust member ms` is its "
+            "mean in both rebalances); the other members read their first answers in a point's "
+            "first run, and in a later run whose first answers are byte for byte that run's, "
+            "send the second JoinGroup bytes they sent then instead of reading them again "
+            "(`tests/bench/drivers.py`: the leader's inputs and answers are the same bytes; the "
+            "note below counts such runs). Each "
             "point's first run comes in a first pass over the grid; its other runs share the "
             "time left by what one run of each point cost. "
             f"Targets: {VS_FAUST.text()}; {VS_STICKY.text()}.",
@@ -195,9 +200,11 @@ def peer_grid(
     # reaches every shape of point before the groups of 1,000 members, and each point's cost
     # is then known rather than guessed. A point is not started when one round of it would
     # overrun the deadline by more than a minute (rated by the last point's seconds per cost).
+    # Among points of equal cost, fewer members first: the last, 1,000 instances x 2
+    # consumers, then starts pass 2 with its members' record still kept in each worker.
     seconds_per_cost = 0.0
     points: list[_PeerPoint] = []
-    for config in sorted(configs, key=_peer_cost):
+    for config in sorted(configs, key=lambda c: (_peer_cost(c), _members(c))):
         point_started = time.perf_counter()
         if point_started + seconds_per_cost * _peer_cost(config) > deadline + 60:
             skipped.append(shape_text(config))
@@ -228,18 +235,37 @@ def peer_grid(
             if config["threads"] == 1 and one_run_s < 5
         }
         points.append(_PeerPoint(config, key, calls, results, round_s, traced))
-    # Pass 2: the other runs - 1 rounds of each point, in the same order, the time left shared
+    # Pass 2: the other runs - 1 rounds of each point, in the same order (but pass 1's last point
+    # first: the workers still hold its record), the time left shared
     # out in proportion to what each point's rounds cost (an equal share left the groups of
     # 1,000 members at 2 x 1,000 consumers one run while cheap points finished early); a cheap
-    # point takes all its runs (``pass_two_rounds``).
-    for i, point in enumerate(points):
-        left = max(deadline - time.perf_counter(), 0.0)
-        more, share = pass_two_rounds(
-            [p.round_s for p in points[i:]], left, runs - 1, cheap_share=CHEAP_POINT_SHARE
-        )
-        if more:
-            for name, got in interleave(point.calls, more, share).items():
+    # point takes all its runs (``pass_two_rounds``). A point's rounds are taken one at a time
+    # and its cost is then re-rated on the last one: a point's first round here records the
+    # members' bytes anew (a worker keeps one point's record), and later rounds reuse them
+    # (``drivers.story_rounds``), so at the 1,000-member points they cost about half of it, and
+    # rated on it the shares would fall short.
+    order = points[-1:] + points[:-1]
+    for i, point in enumerate(order):
+        for _ in range(runs - 1):  # bounded: one round per pass at most
+            left = max(deadline - time.perf_counter(), 0.0)
+            more, share = pass_two_rounds(
+                [p.round_s for p in order[i:]], left, runs - len(point.results["ours"]),
+                cheap_share=CHEAP_POINT_SHARE,
+            )
+            if not more:
+                break
+            started = time.perf_counter()
+            for name, got in interleave(point.calls, 1, share).items():
                 point.results[name].extend(got)  # the aiokafka runs' lists are shared
+            point.round_s = time.perf_counter() - started
+    peer_runs = [(r.get("members_read", 0), _members(p.config)) for p in points
+                 for side in ("faust", "sticky", "roundrobin") for r in p.results.get(side, [])]
+    section.notes.append(
+        "Runs of Faust and aiokafka in which only the sample read its first answers, the others "
+        "sending the recorded second JoinGroup bytes (their first answers byte-identical to "
+        f"the recorded run's): {sum(1 for read, n in peer_runs if read < n)} of "
+        f"{len(peer_runs)}.")
+    print(section.notes[-1], flush=True)
     short = [f"{shape_text(p.config)} n={len(p.results['ours'])} (one round "
              f"{p.round_s:.1f} s)" for p in points if len(p.results["ours"]) < runs]
     if short:
@@ -340,8 +366,12 @@ class _PeerPoint:
     key: tuple[Any, ...]  # the s=0 sibling's, under which aiokafka's runs are kept
     calls: Sequence[tuple[str, Callable[[], Any]]]
     results: dict[str, list[Any]]
-    round_s: float  # wall seconds of the first round (every side once)
+    round_s: float  # wall seconds of its last round (every side once), the first in pass 1
     traced: dict[str, Any]
+
+
+def _members(config: dict[str, Any]) -> int:
+    return int(config["instances"] * config["threads"])
 
 
 def _peer_cost(config: dict[str, Any]) -> int:

@@ -52,9 +52,10 @@ SIDES = [s for s in drivers.SIDES if s != "faust" or importlib.util.find_spec("f
 def test_every_side_answers_every_member_in_every_rebalance(side: str, threads: int) -> None:
     shape = drivers.Shape(partitions=12, instances=3, threads=threads, standbys=1, topics=2)
     story: dict[str, Any] = drivers.run_story(side, shape, stable=True)
-    assert set(story) == {"first", "second", "stable"}
+    assert set(story) == {"first", "second", "stable", "members_read"}
+    assert story["members_read"] == shape.members
     assert story["first"]["sync_bytes_group"] > 0
-    for rebalance in story.values():
+    for rebalance in (story["first"], story["second"], story["stable"]):
         assert rebalance["assign_ms"] >= 0
         assert rebalance["join_bytes_max"] <= rebalance["join_bytes_group"]
 
@@ -220,3 +221,70 @@ def test_pass_two_shares_the_rest_in_proportion() -> None:
     # Nothing left and not cheap: no further round.
     assert pass_two_rounds([10.0], 0.0, 4, cheap_share=0.02) == (0, 0.0)
     assert pass_two_rounds([], 50.0, 4, cheap_share=0.02) == (0, 0.0)
+
+
+PEER_SIDES = [s for s in SIDES if s != "ours"]
+
+
+@pytest.mark.parametrize("side", PEER_SIDES)
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_reused_run_gives_the_leader_the_bytes_of_a_fully_read_run(
+    side: str, threads: int
+) -> None:
+    # A point's later runs skip the reading of the first answers by the members outside the
+    # sample and send their recorded second JoinGroup bytes: the leader's two assign() calls
+    # must see exactly the bytes of a run in which every member did its own work, and answer
+    # exactly the same.
+    shape = drivers.Shape(partitions=24, instances=10, threads=threads, standbys=1, topics=2)
+    drivers._KEPT.pop((side, shape), None)
+    full = drivers.story_rounds(side, shape, reuse=False)
+    recorded = drivers.story_rounds(side, shape)
+    reused = drivers.story_rounds(side, shape)
+    sample = threads + drivers.LAST_ROUND_SAMPLE
+    assert full["first"].read == recorded["first"].read == shape.members
+    assert reused["first"].read == sample  # the others' reading was skipped
+    for rnd in ("first", "second"):
+        assert reused[rnd].joined == recorded[rnd].joined == full[rnd].joined
+        assert reused[rnd].synced == recorded[rnd].synced == full[rnd].synced
+    assert reused["second"].read == full["second"].read == sample  # a last round: the sample
+    # The record keeps the recorded members (their state stays on the heap, as it would) and
+    # is the only one: another point's run drops it.
+    assert list(drivers._KEPT) == [(side, shape)]
+    assert len(drivers._KEPT[(side, shape)].members) == shape.members
+    other = drivers.Shape(partitions=12, instances=2, threads=1)
+    drivers.story_rounds(side, other)
+    assert (side, shape) not in drivers._KEPT
+
+
+def test_a_run_whose_first_answers_differ_from_the_record_is_read_in_full() -> None:
+    shape = drivers.Shape(partitions=24, instances=10, threads=1, standbys=0)
+    key = ("roundrobin", shape)
+    drivers._KEPT.pop(key, None)
+    drivers.story_rounds("roundrobin", shape)
+    kept = drivers._KEPT[key]
+    one = next(iter(kept.first_answers))
+    kept.first_answers[one] += b"x"  # as if the leader had answered otherwise
+    again = drivers.story_rounds("roundrobin", shape)
+    assert again["first"].read == shape.members
+    assert drivers._KEPT[key].first_answers[one] == again["first"].synced[one]  # recorded anew
+
+
+def test_a_sample_that_would_send_other_bytes_than_the_record_stops_the_run() -> None:
+    shape = drivers.Shape(partitions=24, instances=10, threads=1, standbys=0)
+    key = ("sticky", shape)
+    drivers._KEPT.pop(key, None)
+    drivers.story_rounds("sticky", shape)
+    leader_id = drivers.member_id(0)
+    drivers._KEPT[key].second_join[leader_id] += b"x"
+    with pytest.raises(RuntimeError, match="differ from the recorded run"):
+        drivers.story_rounds("sticky", shape)
+
+
+@pytest.mark.parametrize("side", PEER_SIDES)
+def test_a_group_no_larger_than_the_sample_runs_again_with_every_member_reading(side: str) -> None:
+    # 6,000 partitions over 2 instances: every member is in the sample, nothing is reused.
+    shape = drivers.Shape(partitions=24, instances=2, threads=1, standbys=1, topics=2)
+    for _ in range(2):
+        story = drivers.run_story(side, shape)
+        assert story["members_read"] == shape.members
+        assert set(story) == {"first", "second", "members_read"}
