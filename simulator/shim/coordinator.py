@@ -92,8 +92,8 @@ class GroupCoordinator(RebalancePhases):
     def join(self, request: JoinGroupRequest) -> asyncio.Future[JoinGroupResponse]:
         future: asyncio.Future[JoinGroupResponse] = self.clock.create_future()
         group_id, member_id = request.group_id, request.member_id
-        self._log(group_id, "join-request", member_id or f"<new {request.client_id}>",
-                  _describe_join(request))
+        self._log(group_id, "join-request", member_id or ("<new {}>".format, request.client_id),
+                  (_describe_join, request))  # texts built when the journal is read
         config = self.config
         if not group_id:
             self._answer_join(future, group_id, ErrorCode.INVALID_GROUP_ID, member_id)

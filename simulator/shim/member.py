@@ -49,6 +49,7 @@ from simulator.shim.coordinator import GroupCoordinator
 from simulator.shim.errors import ErrorCode, MemberFailed, RequestTimedOut, error_class
 from simulator.shim.flag import Flag
 from simulator.shim.heartbeat import Heartbeats
+from simulator.shim.records import Text
 from simulator.shim.requests import (
     NO_GENERATION,
     UNKNOWN_MEMBER_ID,
@@ -70,6 +71,12 @@ _FATAL_JOIN = frozenset({
 # What the leader hands a member whose metadata it cannot read: a valid assignment of nothing, so
 # that member stays in the group harmlessly instead of failing to decode b"".
 _EMPTY_ASSIGNMENT = ConsumerProtocolMemberAssignment(0, [], b"").encode()
+
+
+def _assignment_text(generation: int, assignment: ConsumerProtocolMemberAssignment,
+                     size: int) -> str:
+    """An ``assignment`` event's detail, built when the journal is read."""
+    return f"generation {generation}: {partition_count(assignment)} partitions, {size} B"
 
 
 class Assignor(Protocol):
@@ -278,7 +285,7 @@ class ShimMember:
                     if await self._join_and_sync():
                         self._heartbeats = Heartbeats(self)
                         self._heartbeats.start()
-                        self._set_status("stable", f"generation {self.generation}")
+                        self._set_status("stable", ("generation {}".format, self.generation))
                     else:
                         await self.clock.sleep(self.retry_backoff_ms / 1000.0)
                     continue
@@ -434,8 +441,7 @@ class ShimMember:
             raise MemberFailed(f"undecodable assignment of {len(data)} bytes") from error
         self.assignment = assignment
         assignor.on_assignment(assignment)
-        self._log("assignment", f"generation {self.generation}: "
-                                f"{partition_count(assignment)} partitions, {len(data)} B")
+        self._log("assignment", (_assignment_text, self.generation, assignment, len(data)))
         if self.on_assigned is not None:
             self.on_assigned(self)
 
@@ -472,7 +478,7 @@ class ShimMember:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
-    def _set_status(self, status: str, detail: str) -> None:
+    def _set_status(self, status: str, detail: Text) -> None:
         if status != self.status or status == "stable":
             self.status = status
             self._log(status, detail)
@@ -485,7 +491,6 @@ class ShimMember:
         if self.on_change is not None:
             self.on_change(self)
 
-    def _log(self, kind: str, detail: str) -> None:
-        self.journal.log(
-            self.clock.time(), self.group_id, kind, self.member_id or f"<{self.name}>", detail
-        )
+    def _log(self, kind: str, detail: Text) -> None:
+        self.journal.log(self.clock.time(), self.group_id, kind,
+                         self.member_id or ("<{}>".format, self.name), detail)
