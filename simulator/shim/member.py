@@ -73,12 +73,6 @@ _FATAL_JOIN = frozenset({
 _EMPTY_ASSIGNMENT = ConsumerProtocolMemberAssignment(0, [], b"").encode()
 
 
-def _assignment_text(generation: int, assignment: ConsumerProtocolMemberAssignment,
-                     size: int) -> str:
-    """An ``assignment`` event's detail, built when the journal is read."""
-    return f"generation {generation}: {partition_count(assignment)} partitions, {size} B"
-
-
 class Assignor(Protocol):
     """aiokafka's assignor interface, duck-typed as aiokafka's coordinator uses it."""
 
@@ -441,7 +435,9 @@ class ShimMember:
             raise MemberFailed(f"undecodable assignment of {len(data)} bytes") from error
         self.assignment = assignment
         assignor.on_assignment(assignment)
-        self._log("assignment", (_assignment_text, self.generation, assignment, len(data)))
+        # the count now, the text when read: the journal keeps no reference to the assignment
+        self._log("assignment", ("generation {}: {} partitions, {} B".format, self.generation,
+                                 partition_count(assignment), len(data)))
         if self.on_assigned is not None:
             self.on_assigned(self)
 
