@@ -34,6 +34,7 @@ from simulator.shim.requests import (
     JoinGroupResponse,
     LeaveGroupRequest,
     LeaveGroupResponse,
+    Protocols,
     SyncGroupRequest,
     SyncGroupResponse,
 )
@@ -92,8 +93,9 @@ class GroupCoordinator(RebalancePhases):
     def join(self, request: JoinGroupRequest) -> asyncio.Future[JoinGroupResponse]:
         future: asyncio.Future[JoinGroupResponse] = self.clock.create_future()
         group_id, member_id = request.group_id, request.member_id
-        self._log(group_id, "join-request", member_id or f"<new {request.client_id}>",
-                  _describe_join(request))
+        self._log(group_id, "join-request", member_id or ("<new {}>".format, request.client_id),
+                  (_describe_join, request.protocols, request.group_instance_id))
+        # (texts built when the journal is read, from values it may keep: no request object)
         config = self.config
         if not group_id:
             self._answer_join(future, group_id, ErrorCode.INVALID_GROUP_ID, member_id)
@@ -470,12 +472,11 @@ def _code_name(code: int) -> str:
     return name if name is not None else ErrorCode(code).name
 
 
-def _describe_join(request: JoinGroupRequest) -> str:
-    protocols = request.protocols
+def _describe_join(protocols: Protocols, instance_id: str | None) -> str:
     if len(protocols) == 1 and type(protocols[0][0]) is str:  # what the join below computes
         names, size = protocols[0][0], len(protocols[0][1])
     else:
         names = ",".join(name for name, _ in protocols)
         size = sum(len(metadata) for _, metadata in protocols)
-    instance = f" instance={request.group_instance_id}" if request.group_instance_id else ""
+    instance = f" instance={instance_id}" if instance_id else ""
     return f"protocols=[{names}] {size} B{instance}"

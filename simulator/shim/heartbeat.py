@@ -266,8 +266,7 @@ def answer(member: ShimMember, response: HeartbeatResponse) -> bool:
 def fail(member: ShimMember, failure: MemberFailed) -> None:
     """A fatal heartbeat answer: the member stops with ``status == "failed"``."""
     member.error = failure.__cause__ or failure
-    if member._task is not None:
-        member._task.cancel()
+    member._end_loop()
     member._set_status("failed", str(failure))
 
 

@@ -28,15 +28,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
 from aiokafka.cluster import ClusterMetadata
 from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment
 from aiokafka.structs import TopicPartition
 
+from simulator.shim.calls import call
 from simulator.shim.clock import Timer
 from simulator.shim.consumer_bytes import (
     decode_assignment,
@@ -46,10 +46,10 @@ from simulator.shim.consumer_bytes import (
     partition_count,
 )
 from simulator.shim.coordinator import GroupCoordinator
-from simulator.shim.deadline import Deadline
 from simulator.shim.errors import ErrorCode, MemberFailed, RequestTimedOut, error_class
 from simulator.shim.flag import Flag
 from simulator.shim.heartbeat import Heartbeats
+from simulator.shim.records import Text
 from simulator.shim.requests import (
     NO_GENERATION,
     UNKNOWN_MEMBER_ID,
@@ -63,8 +63,6 @@ from simulator.shim.settle import settle
 
 __all__ = ["Assignor", "MemberFailed", "ShimMember", "settle"]
 
-R = TypeVar("R")
-
 _FATAL_JOIN = frozenset({
     ErrorCode.INCONSISTENT_GROUP_PROTOCOL, ErrorCode.INVALID_SESSION_TIMEOUT,
     ErrorCode.INVALID_GROUP_ID, ErrorCode.FENCED_INSTANCE_ID, ErrorCode.GROUP_MAX_SIZE_REACHED,
@@ -73,13 +71,6 @@ _FATAL_JOIN = frozenset({
 # What the leader hands a member whose metadata it cannot read: a valid assignment of nothing, so
 # that member stays in the group harmlessly instead of failing to decode b"".
 _EMPTY_ASSIGNMENT = ConsumerProtocolMemberAssignment(0, [], b"").encode()
-
-
-def _expire(pending: asyncio.Future[Any]) -> None:
-    """A request's deadline: its answer future ends in ``RequestTimedOut`` unless the
-    coordinator has answered (at this same instant, before the timer) or a crash cancelled it."""
-    if not pending.done():
-        pending.set_exception(RequestTimedOut())
 
 
 class Assignor(Protocol):
@@ -103,6 +94,8 @@ class ShimMember:
     ``crashed`` or ``failed``. ``on_assigned`` (optional) runs after ``on_assignment`` with the
     member, like a rebalance listener.
     """
+
+    _loop: asyncio.AbstractEventLoop  # the running loop, from start() on
 
     def __init__(
         self,
@@ -190,7 +183,7 @@ class ShimMember:
         """Begin joining (call from inside the clock's loop)."""
         if self._task is not None:
             raise RuntimeError(f"member {self.name} was already started")
-        loop = asyncio.get_running_loop()
+        loop = self._loop = asyncio.get_running_loop()
         self._rejoin = Flag(loop)
         self._rejoin.set()
         self._task = loop.create_task(self._run(), name=f"member-{self.name}")
@@ -227,11 +220,11 @@ class ShimMember:
 
     @property
     def at_rest(self) -> bool:
-        """Stable and idle: its loop waits for a rejoin request (none is pending), its
-        heartbeats are at rest (``Heartbeats.at_rest``). Nothing of it is queued on the loop."""
-        task, heartbeats, rejoin = self._task, self._heartbeats, self._rejoin
-        return (self.status == "stable" and rejoin is not None and not rejoin.value
-                and task is not None and not task.done()
+        """Stable and idle: its loop has ended until a rejoin request (none is pending: the
+        flag's ``waker`` is armed), its heartbeats are at rest (``Heartbeats.at_rest``).
+        Nothing of it is queued on the loop."""
+        heartbeats, rejoin = self._heartbeats, self._rejoin
+        return (self.status == "stable" and rejoin is not None and rejoin.waker is not None
                 and heartbeats is not None and heartbeats.at_rest)
 
     def crash_at_rest(self) -> None:
@@ -245,13 +238,12 @@ class ShimMember:
         self._set_status("crashed", "")
 
     def _stop_at_rest(self) -> None:
-        """What both at-rest stops share: heartbeats stopped, the member's loop cancelled."""
+        """What both at-rest stops share: heartbeats stopped, no rejoin to start the loop again
+        (at rest it has no task: nothing to cancel, no cancellation step at the replay's end)."""
         heartbeats, self._heartbeats = self._heartbeats, None
         assert heartbeats is not None
         heartbeats.stop_at_rest()
-        task, self._task = self._task, None
-        assert task is not None
-        task.cancel()
+        self._end_loop()
 
     def close_at_rest(self) -> None:
         """``await close()`` for a member :attr:`at_rest` (so without latency), done at once as
@@ -287,11 +279,15 @@ class ShimMember:
                     if await self._join_and_sync():
                         self._heartbeats = Heartbeats(self)
                         self._heartbeats.start()
-                        self._set_status("stable", f"generation {self.generation}")
+                        self._set_status("stable", ("generation {}".format, self.generation))
                     else:
                         await self.clock.sleep(self.retry_backoff_ms / 1000.0)
                     continue
-                await rejoin.wait()
+                # At rest: the task ends, and the next rejoin request starts another (_wake) at
+                # the loop step that would have woken this one. A replay's end used to step 400
+                # cancellations of tasks waiting here.
+                rejoin.waker = self._wake
+                return
         except MemberFailed as failure:
             self.error = failure.__cause__ or failure
             await self._stop_heartbeat()
@@ -301,6 +297,17 @@ class ShimMember:
             await self._stop_heartbeat()
             self._set_status("failed", f"unexpected {type(error).__name__}: {error}")
 
+    def _wake(self) -> None:
+        self._task = self._loop.create_task(self._run(), name=f"member-{self.name}")
+
+    def _end_loop(self) -> None:
+        """The member's loop stops for good: its task (if it runs) cancelled, no rejoin wakes it."""
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+        if self._rejoin is not None:
+            self._rejoin.waker = None
+
     async def _join_and_sync(self) -> bool:
         self.joins += 1
         protocols = []
@@ -309,29 +316,25 @@ class ShimMember:
             if not isinstance(metadata, bytes):
                 metadata = encode_metadata(metadata)
             protocols.append((assignor.name, metadata))
+        # positional (JoinGroupRequest's field order): seven keywords cost more than the rest of
+        # building it, twice per new member
         request = JoinGroupRequest(
-            group_id=self.group_id,
-            member_id=self.member_id,
-            protocols=tuple(protocols),
-            session_timeout_ms=self.session_timeout_ms,
-            rebalance_timeout_ms=self.rebalance_timeout_ms,
-            group_instance_id=self.group_instance_id,
-            client_id=self.client_id,
+            self.group_id, self.member_id, tuple(protocols), "consumer", self.session_timeout_ms,
+            self.rebalance_timeout_ms, self.group_instance_id, self.client_id,
         )
         try:
-            response = await self._call(self.coordinator.join, request)
+            response = await call(self, self.coordinator.join, request)
         except RequestTimedOut:
             return False  # aiokafka: coordinator marked dead, rejoin with the same member id
         while response.error_code == ErrorCode.MEMBER_ID_REQUIRED:
             self.member_id = response.member_id
             request = JoinGroupRequest(
-                group_id=request.group_id, member_id=self.member_id, protocols=request.protocols,
-                session_timeout_ms=request.session_timeout_ms,
-                rebalance_timeout_ms=request.rebalance_timeout_ms,
-                group_instance_id=request.group_instance_id, client_id=request.client_id,
+                request.group_id, self.member_id, request.protocols, request.protocol_type,
+                request.session_timeout_ms, request.rebalance_timeout_ms,
+                request.group_instance_id, request.client_id,
             )
             try:
-                response = await self._call(self.coordinator.join, request)
+                response = await call(self, self.coordinator.join, request)
             except RequestTimedOut:
                 return False
         code = response.error_code
@@ -406,7 +409,7 @@ class ShimMember:
             self.group_id, self.generation, self.member_id, assignments, self.group_instance_id
         )
         try:
-            response: SyncGroupResponse = await self._call(self.coordinator.sync, request)
+            response: SyncGroupResponse = await call(self, self.coordinator.sync, request)
         except RequestTimedOut:
             self._rejoin.set()  # aiokafka: request_rejoin() and start over
             return None
@@ -428,8 +431,9 @@ class ShimMember:
             raise MemberFailed(f"undecodable assignment of {len(data)} bytes") from error
         self.assignment = assignment
         assignor.on_assignment(assignment)
-        self._log("assignment", f"generation {self.generation}: "
-                                f"{partition_count(assignment)} partitions, {len(data)} B")
+        # the count now, the text when read: the journal keeps no reference to the assignment
+        self._log("assignment", ("generation {}: {} partitions, {} B".format, self.generation,
+                                 partition_count(assignment), len(data)))
         if self.on_assigned is not None:
             self.on_assigned(self)
 
@@ -445,40 +449,6 @@ class ShimMember:
             self._rejoin.set()
 
     # -- plumbing -------------------------------------------------------------------------
-    async def _call(self, send: Callable[[Any], asyncio.Future[R]], request: Any) -> R:
-        """Send ``request``; wait at most ``request_timeout_ms`` for the coordinator's answer.
-
-        A timed-out request stays parked at the coordinator (whose answer then goes nowhere, like
-        a response on a connection aiokafka has given up on); the caller gets ``RequestTimedOut``.
-        """
-        if self.latency_ms[1] > 0:
-            await self._delay()
-        pending = send(request)
-        if not pending.done():
-            # The task awaits the coordinator's future itself, so an answer wakes it at the
-            # loop's next step (an extra waiter future woken by the answer's callback cost a
-            # second step and a closure per request). At the deadline the timer completes that
-            # future with RequestTimedOut; the coordinator's later answer then goes nowhere (it
-            # completes only futures not yet done), like a response on a connection aiokafka has
-            # given up on. The rebalance of a crash cancels it, as a dropped connection would.
-            delay, expire = self.request_timeout_ms / 1000.0, functools.partial(_expire, pending)
-            timer = self._request_timer
-            if type(timer) is not Deadline or not timer.restart(delay, expire):
-                timer = self._request_timer = self.clock.call_later(delay, expire)
-            try:
-                response = await pending
-            except RequestTimedOut:
-                self._log("request-timeout", f"{type(request).__name__} unanswered after "
-                                             f"{self.request_timeout_ms} ms; retrying")
-                raise
-            finally:
-                timer.cancel()
-        else:
-            response = pending.result()
-        if self.latency_ms[1] > 0:
-            await self._delay()
-        return response
-
     async def _delay(self) -> None:
         low, high = self.latency_ms
         if high > 0:
@@ -492,13 +462,15 @@ class ShimMember:
     async def _stop_tasks(self) -> None:
         await self._stop_heartbeat()
         task, self._task = self._task, None
+        if self._rejoin is not None:  # (a member at rest has no task, only this to forget)
+            self._rejoin.waker = None
         current = asyncio.current_task()
         if task is not None and task is not current and not task.done():
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
-    def _set_status(self, status: str, detail: str) -> None:
+    def _set_status(self, status: str, detail: Text) -> None:
         if status != self.status or status == "stable":
             self.status = status
             self._log(status, detail)
@@ -511,7 +483,6 @@ class ShimMember:
         if self.on_change is not None:
             self.on_change(self)
 
-    def _log(self, kind: str, detail: str) -> None:
-        self.journal.log(
-            self.clock.time(), self.group_id, kind, self.member_id or f"<{self.name}>", detail
-        )
+    def _log(self, kind: str, detail: Text) -> None:
+        self.journal.log(self.clock.time(), self.group_id, kind,
+                         self.member_id or ("<{}>".format, self.name), detail)

@@ -27,7 +27,7 @@ from simulator.shim.group import (
     Round,
 )
 from simulator.shim.leases import Lease
-from simulator.shim.records import Journal, RebalanceRecord
+from simulator.shim.records import Journal, RebalanceRecord, Text
 from simulator.shim.requests import JoinGroupResponse, SyncGroupResponse
 
 # Kafka's timers tick in milliseconds: a rebalance timeout of 0 re-polls a stalled join phase at the
@@ -350,6 +350,6 @@ class RebalancePhases:
             group.sync_timer = None
 
 
-    def _log(self, group_id: str, kind: str, member: str, detail: str) -> None:
+    def _log(self, group_id: str, kind: str, member: Text, detail: Text) -> None:
         self.journal.log(self.clock.time(), group_id, kind, member, detail)
 

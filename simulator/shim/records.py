@@ -10,7 +10,12 @@ from collections import deque
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import NamedTuple
+from typing import Any, NamedTuple
+
+#: An event's ``member`` or ``detail`` as logged: the text, or ``(function, *arguments)`` that
+#: builds it when the journal is read (a replay never reads its journal, and building some
+#: texts, a JoinGroup's description above all, cost more than the rest of logging it).
+Text = str | tuple[Any, ...]
 
 
 class Event(NamedTuple):
@@ -29,6 +34,13 @@ class Event(NamedTuple):
 
 
 _new_event = tuple.__new__
+
+
+def _text(text: Text) -> str:
+    if isinstance(text, str):
+        return text
+    function, *arguments = text
+    return str(function(*arguments))
 
 
 @dataclass(frozen=True, slots=True, eq=True)
@@ -107,6 +119,8 @@ DEFAULT_MAX_EVENTS = 100_000
 class Journal:
     """The event log and the rebalance records of one run, shared by coordinator and members.
 
+    Events are kept as logged, their texts built when ``events`` is first read after them
+    (``Text``: the arguments of a deferred text are values that do not change afterwards).
     The event log is bounded by default: a ring of the latest ``max_events`` events
     (``DEFAULT_MAX_EVENTS``), because a simulation of hours logs a few events per request and would
     otherwise grow without limit; ``dropped`` counts the events the ring let go. Pass
@@ -118,20 +132,37 @@ class Journal:
         if max_events is not None and max_events < 0:
             raise ValueError(f"max_events must be None or at least 0, not {max_events}")
         self.max_events = max_events
-        self.events: deque[Event] = deque(maxlen=max_events)
+        self._events: deque[Event] = deque(maxlen=max_events)
+        #: logged since ``events`` was last read, texts not yet built (the same ring bound)
+        self._logged: deque[tuple[float, str, str, Text, Text]] = deque(maxlen=max_events)
         self.records: list[RebalanceRecord] = []
         self.logged = 0
+
+    @property
+    def events(self) -> deque[Event]:
+        """The latest events (at most ``max_events``), oldest first."""
+        logged = self._logged
+        if logged:
+            events = self._events
+            for time, group, kind, member, detail in logged:
+                if type(member) is not str:
+                    member = _text(member)
+                if type(detail) is not str:
+                    detail = _text(detail)
+                events.append(_new_event(Event, (time, group, kind, member, detail)))
+            logged.clear()
+        return self._events
 
     @property
     def dropped(self) -> int:
         """Events logged but no longer held (pushed out of the ring)."""
         return self.logged - len(self.events)
 
-    def log(self, time: float, group: str, kind: str, member: str = "", detail: str = "") -> None:
+    def log(self, time: float, group: str, kind: str, member: Text = "", detail: Text = ""
+            ) -> None:
         self.logged += 1
-        # Event(time, group, kind, member, detail) without the named tuple's Python-level
-        # __new__: the same object, and a replay logs a few events per request
-        self.events.append(_new_event(Event, (time, group, kind, member, detail)))
+        # a plain tuple: the Event (and any deferred text) is built when ``events`` is read
+        self._logged.append((time, group, kind, member, detail))
 
     def add(self, record: RebalanceRecord) -> None:
         self.records.append(record)

@@ -13,6 +13,7 @@ from typing import Any
 from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 
 from simulator.shim import HeartbeatRequest, ShimMember
+from simulator.shim.calls import call
 from simulator.shim.errors import RequestTimedOut
 from tests.simulator.shim.test_member import CLUSTER, World, play
 
@@ -20,7 +21,7 @@ REQUEST = HeartbeatRequest("g", 1, "m")  # any value: the stub sender below neve
 
 
 def _member(world: World) -> ShimMember:
-    """A member that is never started: only its ``_call`` is exercised."""
+    """A member that is never started: only its request call (``calls.call``) is exercised."""
     return ShimMember(world.coordinator, group_id="g", assignors=[RoundRobinPartitionAssignor],
                       topics=("orders",), cluster=CLUSTER, client_id="a",
                       request_timeout_ms=5_000)
@@ -30,12 +31,12 @@ def test_an_answer_wakes_the_waiting_member_at_the_next_loop_step() -> None:
     async def scenario(world: World) -> None:
         member = _member(world)
         answer: asyncio.Future[Any] = world.clock.create_future()
-        call = asyncio.get_running_loop().create_task(member._call(lambda _: answer, REQUEST))
+        task = asyncio.get_running_loop().create_task(call(member, lambda _: answer, REQUEST))
         await asyncio.sleep(0)  # the call runs up to its await
-        assert not call.done()
+        assert not task.done()
         answer.set_result("the answer")
         await asyncio.sleep(0)  # one step: queued after the call's wake-up, so it runs after it
-        assert call.done() and call.result() == "the answer"
+        assert task.done() and task.result() == "the answer"
 
     play(scenario)
 
@@ -64,7 +65,7 @@ def _race(deadline_first: bool) -> list[Any]:
         if deadline_first:  # at time 0, after the deadline the call sets: fires after it
             world.clock.call_later(0.0, late)
         try:
-            outcome.append(await member._call(send, REQUEST))
+            outcome.append(await call(member, send, REQUEST))
         except RequestTimedOut:
             outcome.append("timed out")
         outcome.append(world.clock.time())
