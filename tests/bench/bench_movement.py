@@ -87,7 +87,7 @@ def time_point(
 def main() -> None:
     logging.disable(logging.WARNING)  # the standby shortfall warnings are not the point here
     args = sys.argv[1:]
-    points = POINTS
+    points: tuple[tuple[int, int, int, bool], ...] = POINTS
     if args:
         values = [int(a) for a in args]
         points = tuple(

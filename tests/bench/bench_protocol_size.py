@@ -88,7 +88,7 @@ def main() -> None:
             data,
             java_assignment_v11_size(info),
             {
-                "encode": _median_us(lambda info=info: Codec().encode_assignment(info)),
+                "encode": _median_us(lambda info=info: Codec().encode_assignment(info)),  # type: ignore[misc]
                 "encode, maps already packed": _median_us(
                     lambda m=other_member, c=leader: c.encode_assignment(m)  # type: ignore[misc]
                 ),

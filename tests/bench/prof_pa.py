@@ -19,14 +19,15 @@ import pstats
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
-JOB = ("partitions_added",
+JOB: tuple[str, dict[str, Any], int] = ("partitions_added",
        {"partitions": 190, "processes": 74, "recovery_lag": 10000, "standbys": 1,
         "static": False, "threads": 4, "to_partitions": 305, "warmups": 2,
         "assignor": "high_availability"},
        437670890)
 #: ``--job``: the default job, or issue 13's two bench scenarios that missed its bar.
-JOBS = {
+JOBS: dict[str, tuple[str, dict[str, Any], int]] = {
     "pa": JOB,
     "cold": ("cold_start", {"processes": 200, "threads": 2, "partitions": 256}, 0),
     "crash": ("crash_recover", {"processes": 60, "threads": 2, "partitions": 120, "crash": 2}, 0),

@@ -29,7 +29,8 @@ ASSIGNMENT = 0x41
 
 
 def pack(tree: object) -> bytes:
-    return msgpack.packb(tree, use_bin_type=True)
+    packed: bytes = msgpack.packb(tree, use_bin_type=True)
+    return packed
 
 
 def subscription_tree(offset_sum_groups: list[list[object]], *, lean: bool = False) -> list[object]:
