@@ -23,7 +23,7 @@ from __future__ import annotations
 import struct
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from itertools import compress, repeat
+from itertools import repeat
 from operator import and_, eq
 from typing import Any, Final, Generic, TypeVar
 
@@ -145,7 +145,7 @@ class SubsetOrders:
         self._spread = spread_hashes
         self._buckets: dict[int, list[int]] = {}
         # per final table length: what a subset growing to it must be checked for (``_checks``)
-        self._checks: dict[int, list[tuple[int, list[int], list[int]]]] = {}
+        self._checks: dict[int, list[tuple[int, frozenset[int], list[int]]]] = {}
 
     def _of_length(self, length: int) -> list[int]:
         buckets = self._buckets.get(length)
@@ -154,11 +154,11 @@ class SubsetOrders:
             buckets = self._buckets[length] = [h & mask for h in self._spread]
         return buckets
 
-    def _checks_to(self, final: int) -> list[tuple[int, list[int], list[int]]]:
+    def _checks_to(self, final: int) -> list[tuple[int, frozenset[int], list[int]]]:
         """The table lengths a set growing to ``final`` passes through where the whole family
         puts more than eight keys in some bucket, each with how many keys the table holds
-        there (-1: all), a 0/1 flag per key (1: its bucket is crowded so in the family) and the
-        keys' buckets. A subset can crowd a bucket only with keys of a crowded one."""
+        there (-1: all), the keys whose bucket is that crowded in the family and every key's
+        bucket. A subset can crowd a bucket only with keys of a crowded one."""
         checks = self._checks.get(final)
         if checks is None:
             checks = []
@@ -167,9 +167,11 @@ class SubsetOrders:
                 buckets = self._of_length(length)
                 crowd = Counter(buckets)
                 if max(crowd.values()) > TREEIFY_THRESHOLD:
-                    flags = [int(crowd[b] > TREEIFY_THRESHOLD) for b in buckets]
+                    crowded = frozenset(
+                        k for k, b in enumerate(buckets) if crowd[b] > TREEIFY_THRESHOLD
+                    )
                     held = -1 if length >= final else int(length * 0.75) + 1
-                    checks.append((held, flags, buckets))
+                    checks.append((held, crowded, buckets))
                 if length >= final:
                     break
                 length <<= 1
@@ -183,14 +185,14 @@ class SubsetOrders:
             return list(elements)
         final = grown_table_length(count)
         if count > TREEIFY_THRESHOLD:
-            for held, flags, buckets in self._checks_to(final):
+            for held, crowded_keys, buckets in self._checks_to(final):
                 keys = elements if held < 0 else elements[:held]
                 if len(keys) <= TREEIFY_THRESHOLD:
                     continue
                 # the keys in crowded buckets (picked in C), then: a bucket holds more than
                 # TREEIFY_THRESHOLD keys iff, sorted, some bucket number equals the one
                 # TREEIFY_THRESHOLD places on (cheaper than a Counter for a few dozen keys)
-                crowded = list(compress(keys, map(flags.__getitem__, keys)))
+                crowded = crowded_keys.intersection(keys)
                 if len(crowded) <= TREEIFY_THRESHOLD:
                     continue
                 crowd = sorted(map(buckets.__getitem__, crowded))
