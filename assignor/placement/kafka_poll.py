@@ -21,6 +21,12 @@ can do Java's steps, and ints compare several times faster than (load, client) t
   children moved up. A queue out of order (loads changed under it) pops by Java's steps.
 - Java compares by the *current* key; a queued client whose key changes gets its new rank in
   its slot (:meth:`RankQueue.rekey`), without moving, as Java's array does not move either.
+- The queued ranks are also kept sorted (``by_rank``: a move changes two of them, ``bisect``
+  in C): a poll of an ordered queue then knows the clients it passes over (every rank below
+  the answer) without a Python step per pop. The pops and the re-offers themselves cannot be
+  skipped: the array they leave decides later polls once loads change under the queue, and
+  it depends on the order of the re-offers (checked on random heaps: pushing the same small
+  keys in another order and popping them again leaves another array in most cases).
 
 Knowing the order without a pass over the array: it holds after a poll that found it, and
 survives while no step compares a client whose key changed since (``changed``): re-offering a
