@@ -139,13 +139,13 @@ class SubsetOrders:
     once for the family, so the check and the sort run at C speed.
     """
 
-    __slots__ = ("_buckets", "_roomy", "_spread")
+    __slots__ = ("_buckets", "_checks", "_spread")
 
     def __init__(self, spread_hashes: Sequence[int]) -> None:
         self._spread = spread_hashes
         self._buckets: dict[int, list[int]] = {}
-        # per table length: True if even the whole family puts at most eight keys in a bucket
-        self._roomy: dict[int, bool] = {}
+        # per final table length: what a subset growing to it must be checked for (``_checks``)
+        self._checks: dict[int, list[tuple[int, frozenset[int], list[int]]]] = {}
 
     def _of_length(self, length: int) -> list[int]:
         buckets = self._buckets.get(length)
@@ -154,12 +154,29 @@ class SubsetOrders:
             buckets = self._buckets[length] = [h & mask for h in self._spread]
         return buckets
 
-    def _family_roomy(self, length: int) -> bool:
-        roomy = self._roomy.get(length)
-        if roomy is None:
-            crowd = Counter(self._of_length(length))
-            roomy = self._roomy[length] = max(crowd.values()) <= TREEIFY_THRESHOLD
-        return roomy
+    def _checks_to(self, final: int) -> list[tuple[int, frozenset[int], list[int]]]:
+        """The table lengths a set growing to ``final`` passes through where the whole family
+        puts more than eight keys in some bucket, each with how many keys the table holds
+        there (-1: all), the keys whose bucket is that crowded in the family and every key's
+        bucket. A subset can crowd a bucket only with keys of a crowded one."""
+        checks = self._checks.get(final)
+        if checks is None:
+            checks = []
+            length = DEFAULT_CAPACITY
+            while True:
+                buckets = self._of_length(length)
+                crowd = Counter(buckets)
+                if max(crowd.values()) > TREEIFY_THRESHOLD:
+                    crowded = frozenset(
+                        k for k, b in enumerate(buckets) if crowd[b] > TREEIFY_THRESHOLD
+                    )
+                    held = -1 if length >= final else int(length * 0.75) + 1
+                    checks.append((held, crowded, buckets))
+                if length >= final:
+                    break
+                length <<= 1
+            self._checks[final] = checks
+        return checks
 
     def order(self, elements: list[int]) -> list[int]:
         """``elements``, added in this order, in the order the set iterates them."""
@@ -168,21 +185,21 @@ class SubsetOrders:
             return list(elements)
         final = grown_table_length(count)
         if count > TREEIFY_THRESHOLD:
-            length = DEFAULT_CAPACITY
-            while True:
-                held = elements if length >= final else elements[: int(length * 0.75) + 1]
-                if len(held) > TREEIFY_THRESHOLD and not self._family_roomy(length):
-                    # a bucket holds more than TREEIFY_THRESHOLD keys iff, sorted, some bucket
-                    # number equals the one TREEIFY_THRESHOLD places on (cheaper than a Counter
-                    # for the few dozen keys of a poll's passed-over clients)
-                    crowd = sorted(map(self._of_length(length).__getitem__, held))
-                    if any(map(eq, crowd, crowd[TREEIFY_THRESHOLD:])):
-                        spread_hashes = self._spread
-                        positions = hash_set_order([spread_hashes[e] for e in elements], elements)
-                        return [elements[i] for i in positions]
-                if length >= final:
-                    break
-                length <<= 1
+            for held, crowded_keys, buckets in self._checks_to(final):
+                keys = elements if held < 0 else elements[:held]
+                if len(keys) <= TREEIFY_THRESHOLD:
+                    continue
+                # the keys in crowded buckets (picked in C), then: a bucket holds more than
+                # TREEIFY_THRESHOLD keys iff, sorted, some bucket number equals the one
+                # TREEIFY_THRESHOLD places on (cheaper than a Counter for a few dozen keys)
+                crowded = crowded_keys.intersection(keys)
+                if len(crowded) <= TREEIFY_THRESHOLD:
+                    continue
+                crowd = sorted(map(buckets.__getitem__, crowded))
+                if any(map(eq, crowd, crowd[TREEIFY_THRESHOLD:])):
+                    spread_hashes = self._spread
+                    positions = hash_set_order([spread_hashes[e] for e in elements], elements)
+                    return [elements[i] for i in positions]
         return sorted(elements, key=self._of_length(final).__getitem__)
 
 

@@ -21,6 +21,12 @@ can do Java's steps, and ints compare several times faster than (load, client) t
   children moved up. A queue out of order (loads changed under it) pops by Java's steps.
 - Java compares by the *current* key; a queued client whose key changes gets its new rank in
   its slot (:meth:`RankQueue.rekey`), without moving, as Java's array does not move either.
+- The queued ranks are also kept sorted (``by_rank``: a move changes two of them, ``bisect``
+  in C): a poll of an ordered queue then knows the clients it passes over (every rank below
+  the answer) without a Python step per pop. The pops and the re-offers themselves cannot be
+  skipped: the array they leave decides later polls once loads change under the queue, and
+  it depends on the order of the re-offers (checked on random heaps: pushing the same small
+  keys in another order and popping them again leaves another array in most cases).
 
 Knowing the order without a pass over the array: it holds after a poll that found it, and
 survives while no step compares a client whose key changed since (``changed``): re-offering a
@@ -33,7 +39,10 @@ from __future__ import annotations
 
 import heapq
 import struct
+from bisect import bisect_left, insort
+from collections import deque
 from collections.abc import Callable, Collection, Iterable, Iterator
+from itertools import repeat
 from operator import le
 
 from assignor._java.hash_table import SubsetOrders
@@ -58,12 +67,18 @@ def rank(key: tuple[float, int]) -> int:
 class RankQueue:
     """``java.util.PriorityQueue`` of client ints compared by ``rank_of`` (see the module)."""
 
-    __slots__ = ("arr", "changed", "ordered", "rank_of")
+    __slots__ = ("arr", "by_rank", "changed", "ordered", "rank_of", "slot")
 
     def __init__(self, rank_of: list[int], clients: Iterable[int] = ()) -> None:
         """``clients``: an existing array, in slot order, taken as it is."""
         self.rank_of = rank_of  # shared with the caller, kept current through ``rekey``
         self.arr = list(map(rank_of.__getitem__, clients))
+        # the queued ranks in order, whatever the layout: a move changes a few of them, while
+        # a poll of an ordered queue pops every rank below its answer (see ``poll``)
+        self.by_rank = sorted(self.arr)
+        # where ``rekey`` last found a queued client: a move rekeys the destination and then
+        # re-offers it, and it is usually still there (``_remove`` checks before trusting it)
+        self.slot = 0
         self.ordered = not self.arr  # known to be in heap order
         self.changed: set[int] = set()  # queued clients rekeyed since order was known
 
@@ -81,7 +96,11 @@ class RankQueue:
             return
         if queued:
             arr = self.arr
-            arr[arr.index(old)] = new
+            i = self.slot = arr.index(old)
+            arr[i] = new
+            by_rank = self.by_rank
+            del by_rank[bisect_left(by_rank, old)]
+            insort(by_rank, new)
             if self.ordered:
                 self.changed.add(client)
         self.rank_of[client] = new
@@ -99,6 +118,7 @@ class RankQueue:
         for r in map(self.rank_of.__getitem__, clients):
             push(arr, r)
         self.arr = arr
+        self.by_rank = sorted(arr)
         self.ordered = True
         self.changed.clear()
 
@@ -110,6 +130,7 @@ class RankQueue:
         if self.ordered and self.changed and self._push_meets(r):
             self.ordered = False
         heapq.heappush(self.arr, r)
+        insort(self.by_rank, r)
 
     def remove(self, client: int, present: set[int]) -> bool:
         """``remove(Object)``: whether the client was queued."""
@@ -121,6 +142,8 @@ class RankQueue:
             if changed:
                 self.ordered = False  # the removal may compare changed clients
         self._remove(client)
+        by_rank = self.by_rank
+        del by_rank[bisect_left(by_rank, self.rank_of[client])]
         present.discard(client)
         return True
 
@@ -132,37 +155,44 @@ class RankQueue:
         candidates: Collection[int] | None = None,
     ) -> int | None:
         """Kafka's ``poll``: pop until a client passes, re-offer the passed-over ones from a
-        new ``HashSet``. ``candidates``, if given, holds every client that can pass: in an
-        ordered queue the pops come out lightest first, so the answer is then the lightest
-        queued candidate that passes, and the pops stop at its rank (if none passes, every
-        client pops, in rank order, and the re-offers refill an empty queue)."""
+        new ``HashSet``. ``candidates``, if given, holds every client that can pass.
+
+        In an ordered queue the pops come out lightest first, so the answer is the lightest
+        queued client that passes (with ``candidates``: the lightest queued candidate), and the
+        clients passed over are every queued client lighter than it: read off ``by_rank``
+        rather than popped one Python step at a time (the pops, which give Java's array,
+        still happen, in C); if none passes, every client pops, in rank order, and the
+        re-offers refill an empty queue."""
         arr = self.arr
+        by_rank = self.by_rank
         skipped: list[int] = []
         found: int | None = None
         if (self.ordered and not self.changed) or self.is_heap_ordered():
             self.ordered = True
             self.changed.clear()
-            pop = heapq.heappop
+            best: int | None = None
+            lighter = 0
             if candidates is not None:
                 rank_of = self.rank_of
                 best = min(
                     (rank_of[c] for c in candidates if c in present and valid(c)), default=None
                 )
-                if best is None:
-                    skipped = list(map(_CLIENT, sorted(arr)))
-                    arr.clear()
-                else:
-                    append = skipped.append
-                    while (r := pop(arr)) != best:
-                        append(r & _LOW)
-                    found = best & _LOW
+                if best is not None:
+                    lighter = bisect_left(by_rank, best)
             else:
-                while arr:
-                    client = pop(arr) & _LOW
-                    if valid(client):
-                        found = client
+                for r in by_rank:
+                    if valid(r & _LOW):
+                        best = r
                         break
-                    skipped.append(client)
+                    lighter += 1
+            if best is None:
+                skipped = list(map(_CLIENT, by_rank))
+                arr.clear()
+            else:
+                skipped = list(map(_CLIENT, by_rank[:lighter]))
+                deque(map(heapq.heappop, repeat(arr, lighter + 1)), maxlen=0)
+                del by_rank[lighter]
+                found = best & _LOW
         else:
             self.ordered = False
             self.changed.clear()
@@ -170,14 +200,15 @@ class RankQueue:
                 client = self._poll_one()
                 if valid(client):
                     found = client
+                    del by_rank[bisect_left(by_rank, self.rank_of[client])]
                     break
                 skipped.append(client)
         if found is not None:
             present.discard(found)  # the skipped ones are popped and queued again: still there
-        if skipped:
+        if skipped:  # none is queued: each offer is a push
             push = heapq.heappush
             rank_of = self.rank_of
-            for client in orders.order(skipped):  # none is queued: each offer is a push
+            for client in orders.order(skipped):
                 push(arr, rank_of[client])
         return found
 
@@ -210,7 +241,10 @@ class RankQueue:
     def _remove(self, client: int) -> None:
         """``remove(Object)``: the client's slot, then ``removeAt``."""
         arr = self.arr
-        i = arr.index(self.rank_of[client])
+        r = self.rank_of[client]
+        i = self.slot
+        if i >= len(arr) or arr[i] != r:  # ranks are distinct: a match is the client
+            i = arr.index(r)
         moved = arr.pop()
         if i == len(arr):
             return

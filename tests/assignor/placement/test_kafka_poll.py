@@ -16,7 +16,7 @@ from typing import Any
 
 from assignor._java.hash_table import SubsetOrders
 from assignor._java.priority_queue import JavaPriorityQueue
-from assignor.placement.kafka_poll import RankQueue, rank
+from assignor.placement.kafka_poll import RankQueue, heap_offer, heap_poll, rank
 
 
 def test_an_offer_that_climbs_past_a_changed_client_is_not_trusted() -> None:
@@ -54,3 +54,39 @@ def test_an_offer_that_climbs_past_a_changed_client_is_not_trusted() -> None:
             assert ours.poll(present, lambda c: True, orders) == java.poll()
             assert list(ours) == list(java)
     assert disordered > 0
+
+
+def test_polls_that_read_the_passed_over_clients_off_the_sorted_ranks_equal_javas_steps() -> None:
+    """Random moves (a poll, loads changed in place, re-offers), polled with and without the
+    candidates: each answer and the array after it equal the JDK emulation's, and the sorted
+    copy of the queued ranks stays the queue's ranks in order."""
+    for seed in range(600):
+        rng = random.Random(seed)
+        n = rng.randint(2, 40)
+        keys: list[Any] = [(rng.randrange(8) / 2, c) for c in range(n)]
+        ranks = [rank(k) for k in keys]
+        java = JavaPriorityQueue(keys)
+        java_present: set[int] = set()
+        ours = RankQueue(ranks)
+        present: set[int] = set()
+        orders = SubsetOrders([rng.randrange(-(2**31), 2**31) for _ in range(n)])
+        for c in range(n):
+            heap_offer(java, java_present, c)
+            ours.offer(c, present)
+        for _ in range(12):
+            candidates = rng.sample(range(n), rng.randint(0, min(n, 3)))
+            passing = set(rng.sample(candidates, rng.randint(0, len(candidates))))
+            given = candidates if rng.random() < 0.5 else None
+            found = ours.poll(present, passing.__contains__, orders, given)
+            assert found == heap_poll(java, java_present, passing.__contains__, orders)
+            assert list(ours) == list(java) and present == java_present
+            assert ours.by_rank == sorted(ours.arr)
+            moved = [c for c in (found, rng.randrange(n)) if c is not None]
+            for c in moved:  # loads change in place, queued or not, then the re-offers
+                keys[c] = (max(keys[c][0] + rng.choice([-0.5, 0.5]), 0.0), c)
+                ours.rekey(c, rank(keys[c]), c in present)
+            for c in moved:
+                heap_offer(java, java_present, c)
+                ours.offer(c, present)
+                assert list(ours) == list(java)
+                assert ours.by_rank == sorted(ours.arr)
