@@ -259,3 +259,39 @@ def test_one_task_writes_one_task_answers_in_the_last_maps(version: int) -> None
         )
     assert writer.one_task(dict(later.__dict__)) is None  # a follow-up: the model's path
     assert writer.one_task(dict(first.__dict__)) is None  # two tasks: the model's path
+
+
+@pytest.mark.parametrize("version", range(1, LATEST_VERSION + 1))
+def test_standby_topics_the_maps_do_not_name_are_written_without_the_codec(
+    version: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A group without endpoints (empty host maps, as in the simulator) or with maps that miss
+    some standby topics: each such answer's dictionary is the maps' topics then its own, as the
+    codec writes it, and the answers of one task after it still get the maps' own frame."""
+    active, standby = _maps()
+    reference = Codec().encode_assignment
+    asked: list[AssignmentInfo] = []
+    original = Codec.encode_assignment
+
+    def counted(self: Codec, info: AssignmentInfo, version: int | None = None) -> bytes:
+        asked.append(info)
+        return original(self, info, version)
+
+    monkeypatch.setattr(Codec, "encode_assignment", counted)
+    for maps in (({}, {}), (active, standby)):
+        writer = AnswerWriter(Codec(), version)
+        for member in range(12):
+            own = ("c", "d", "a")[member % 3]
+            standby_tasks = {TaskId(2, member): (TopicPartition(own, member),)}
+            if member % 4 == 1:
+                standby_tasks[TaskId(3, member)] = (TopicPartition("e", member),)
+            info = AssignmentInfo(
+                version=version,
+                commonly_supported_version=version,
+                active_tasks=() if member % 5 == 4 else (TaskId(0, member),),
+                standby_tasks={} if member % 5 == 3 else standby_tasks,
+                partitions_by_host=maps[0],
+                standby_partitions_by_host=maps[1],
+            )
+            assert writer.encode(info) == reference(info, version=version)
+    assert asked == []
