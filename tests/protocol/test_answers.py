@@ -285,13 +285,17 @@ def test_standby_topics_the_maps_do_not_name_are_written_without_the_codec(
             standby_tasks = {TaskId(2, member): (TopicPartition(own, member),)}
             if member % 4 == 1:
                 standby_tasks[TaskId(3, member)] = (TopicPartition("e", member),)
-            info = AssignmentInfo(
+            checked = AssignmentInfo(
                 version=version,
                 commonly_supported_version=version,
                 active_tasks=() if member % 5 == 4 else (TaskId(0, member),),
                 standby_tasks={} if member % 5 == 3 else standby_tasks,
-                partitions_by_host=maps[0],
-                standby_partitions_by_host=maps[1],
             )
+            # the very map objects, as a leader hands them (validation would copy them)
+            info = AssignmentInfo.model_construct(
+                **(dict(checked) | {"partitions_by_host": maps[0],
+                                    "standby_partitions_by_host": maps[1]})
+            )
+            assert info.partitions_by_host is maps[0]
             assert writer.encode(info) == reference(info, version=version)
     assert asked == []
