@@ -8,15 +8,15 @@ the 10,000 consumers of Kafka's ManyThreadsPerClient point); :class:`AnswerWrite
 shared parts once per host maps and only the member's own tasks per member.
 
 The bytes are exactly ``Codec.encode_assignment``'s (``tests/protocol/test_answers.py``
-compares both on drawn inputs). Any answer outside the common case (a named topology, a standby
-partition of a topic the host maps do not name, a limit reached, an inconsistent message) is
-handed to ``Codec.encode_assignment`` itself, which writes it or raises as it always did.
+compares both on drawn inputs). A standby partition of a topic the host maps do not name widens
+the topic dictionary as the codec does (``AnswerWriter._widened``). Any other answer outside the
+common case (a named topology, a limit reached, an inconsistent message) is handed to
+``Codec.encode_assignment`` itself, which writes it or raises as it always did.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from itertools import chain
 from operator import attrgetter
 from typing import cast
@@ -25,7 +25,11 @@ import msgpack
 
 from protocol._answer_ints import Fallback as _Fallback
 from protocol._answer_ints import ranked_standby_entries, unnamed_task_ints
-from protocol._assignment_format import FIELDS, HostSection
+from protocol._answer_parts import EMPTY_ARRAY as _EMPTY_ARRAY
+from protocol._answer_parts import MAX_WIDENED
+from protocol._answer_parts import Frame as _Frame
+from protocol._answer_parts import Shared as _Shared
+from protocol._assignment_format import FIELDS
 from protocol._limits import (
     MAX_ASSIGNMENT_BYTES,
     MAX_MEMBER_TASKS,
@@ -44,54 +48,10 @@ from protocol.messages import (
     AssignmentInfo,
 )
 
-
-@dataclass(frozen=True, slots=True)
-class _Shared:
-    """What every answer with the same host maps shares, packed once."""
-
-    section: HostSection
-    #: index of each topic of the host maps in the topic dictionary
-    topic_index: dict[str, int]
-    #: the packed topic dictionary (and, from version 3, the empty topology list); None when
-    #: the maps name more topics than a reader accepts (the codec then says so)
-    topics_packed: bytes | None
-    #: per (commonly supported version, error code): the packed fields before a member's tasks,
-    #: and those after them up to the next rebalance time
-    around: dict[tuple[int, int], tuple[bytes, bytes]]
-    #: per tuple of topics only some members' standby tasks name (sorted): these parts with
-    #: those topics appended to the dictionary (``AnswerWriter._widened``)
-    widened: dict[tuple[str, ...], _Shared]
-
-
-@dataclass(frozen=True, slots=True)
-class _Frame:
-    """The bytes around one task's ints in answers of the same maps objects and common
-    version, no error and no follow-up (``AnswerWriter._one_task``)."""
-
-    active_hosts: object
-    standby_hosts: object
-    complete: object
-    common: object
-    #: before the active tasks; after them when they are the answer's only task
-    before: bytes
-    after_active: bytes
-    #: before the standby entries when there are no active tasks; after the standby entries
-    before_standby: bytes
-    after: bytes
-    topic_index: dict[str, int]
-
-
 _TOPOLOGY = attrgetter("topology")
 _SUBTOPOLOGY = attrgetter("subtopology")
 _PARTITION = attrgetter("partition")
 _TOPIC = attrgetter("topic")
-
-
-#: msgpack's empty array: a member without standby tasks
-_EMPTY_ARRAY = b"\x90"
-#: Most widened dictionaries kept per host maps (``AnswerWriter._widened``): one per set of
-#: topics that only standby tasks name, a handful in a group.
-MAX_WIDENED = 64
 
 
 class AnswerWriter:

@@ -1,0 +1,55 @@
+"""The packed parts a leader's answers share, kept by :class:`protocol.answers.AnswerWriter`.
+
+Records only: what one set of host maps packs once for every member (``Shared``) and the bytes
+around a single task's ints (``Frame``); the writer that fills and reads them is in
+``protocol.answers``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from protocol._assignment_format import HostSection
+
+
+@dataclass(frozen=True, slots=True)
+class Shared:
+    """What every answer with the same host maps shares, packed once."""
+
+    section: HostSection
+    #: index of each topic of the host maps in the topic dictionary
+    topic_index: dict[str, int]
+    #: the packed topic dictionary (and, from version 3, the empty topology list); None when
+    #: the maps name more topics than a reader accepts (the codec then says so)
+    topics_packed: bytes | None
+    #: per (commonly supported version, error code): the packed fields before a member's tasks,
+    #: and those after them up to the next rebalance time
+    around: dict[tuple[int, int], tuple[bytes, bytes]]
+    #: per tuple of topics only some members' standby tasks name (sorted): these parts with
+    #: those topics appended to the dictionary (``AnswerWriter._widened``)
+    widened: dict[tuple[str, ...], Shared]
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """The bytes around one task's ints in answers of the same maps objects and common
+    version, no error and no follow-up (``AnswerWriter._one_task``)."""
+
+    active_hosts: object
+    standby_hosts: object
+    complete: object
+    common: object
+    #: before the active tasks; after them when they are the answer's only task
+    before: bytes
+    after_active: bytes
+    #: before the standby entries when there are no active tasks; after the standby entries
+    before_standby: bytes
+    after: bytes
+    topic_index: dict[str, int]
+
+
+#: msgpack's empty array: a member without standby tasks
+EMPTY_ARRAY = b"\x90"
+#: Most widened dictionaries kept per host maps (``AnswerWriter._widened``): one per set of
+#: topics that only standby tasks name, a handful in a group.
+MAX_WIDENED = 64
