@@ -234,22 +234,23 @@ def _run_case(family: str, params: dict[str, Any], count: int,
     wrapped run charges the bench's own work to the engine and the shim."""
     bare_wall = bare_gc = 0.0
     if paired:
-        scenarios = [generate(family, params, seed) for seed in range(count)]
-        _instrumented(False)
-        _spent.update(assignor=0.0, engine=0.0, gc=0.0)
-        began = _clock()
-        for scenario in scenarios:
-            replay_module.replay(scenario)
-        bare_wall, bare_gc = _clock() - began, _spent["gc"]
+        bare_wall = _replay_window(family, params, count, wrapped=False)
+        bare_gc = _spent["gc"]
+    wall = _replay_window(family, params, count, wrapped=True)
+    shim = wall - _spent["assignor"] - _spent["engine"] - _spent["gc"]
+    return wall, _spent["assignor"], _spent["engine"], shim, _spent["gc"], bare_wall, bare_gc
+
+
+def _replay_window(family: str, params: dict[str, Any], count: int, wrapped: bool) -> float:
+    """Seconds to replay ``count`` freshly generated seeds, the wrappers in place or not; the
+    buckets in ``_spent`` start from zero and hold this window's seconds afterwards."""
     scenarios = [generate(family, params, seed) for seed in range(count)]
-    _instrumented(True)
+    _instrumented(wrapped)
     _spent.update(assignor=0.0, engine=0.0, gc=0.0)
     began = _clock()
     for scenario in scenarios:
         replay_module.replay(scenario)
-    wall = _clock() - began
-    shim = wall - _spent["assignor"] - _spent["engine"] - _spent["gc"]
-    return wall, _spent["assignor"], _spent["engine"], shim, _spent["gc"], bare_wall, bare_gc
+    return _clock() - began
 
 if __name__ == "__main__":
     main()
