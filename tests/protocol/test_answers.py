@@ -75,13 +75,9 @@ def _maps() -> tuple[dict[HostInfo, frozenset[TopicPartition]], ...]:
     return active, standby
 
 
-@pytest.mark.parametrize("version", range(1, LATEST_VERSION + 1))
-def test_the_common_case_never_asks_the_codec_per_member(
-    version: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Plain tasks over the shared maps: the writer packs them itself (else it saves nothing)."""
-    active, standby = _maps()
-    reference = Codec().encode_assignment  # bound before the class is counted
+def _codec_calls(monkeypatch: pytest.MonkeyPatch) -> list[AssignmentInfo]:
+    """Every message ``Codec.encode_assignment`` is asked to write from now on (the writer hands
+    it what it does not pack itself)."""
     asked: list[AssignmentInfo] = []
     original = Codec.encode_assignment
 
@@ -90,6 +86,17 @@ def test_the_common_case_never_asks_the_codec_per_member(
         return original(self, info, version)
 
     monkeypatch.setattr(Codec, "encode_assignment", counted)
+    return asked
+
+
+@pytest.mark.parametrize("version", range(1, LATEST_VERSION + 1))
+def test_the_common_case_never_asks_the_codec_per_member(
+    version: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Plain tasks over the shared maps: the writer packs them itself (else it saves nothing)."""
+    active, standby = _maps()
+    reference = Codec().encode_assignment  # bound before the class is counted
+    asked = _codec_calls(monkeypatch)
     writer = AnswerWriter(Codec(), version)
     for member in range(10):
         info = AssignmentInfo(
@@ -270,14 +277,7 @@ def test_standby_topics_the_maps_do_not_name_are_written_without_the_codec(
     codec writes it, and the answers of one task after it still get the maps' own frame."""
     active, standby = _maps()
     reference = Codec().encode_assignment
-    asked: list[AssignmentInfo] = []
-    original = Codec.encode_assignment
-
-    def counted(self: Codec, info: AssignmentInfo, version: int | None = None) -> bytes:
-        asked.append(info)
-        return original(self, info, version)
-
-    monkeypatch.setattr(Codec, "encode_assignment", counted)
+    asked = _codec_calls(monkeypatch)
     for maps in (({}, {}), (active, standby)):
         writer = AnswerWriter(Codec(), version)
         for member in range(12):
