@@ -83,7 +83,7 @@ class SweepResult:
 def _versions() -> dict[str, str]:
     found = {"python": platform.python_version()}
     for package in ("streams-assignor", "pyspark", "pyarrow", "pandas", "matplotlib", "aiokafka",
-                    "pydantic"):
+                    "faust-streaming", "orjson", "pydantic"):
         try:
             found[package] = metadata.version(package)
         except metadata.PackageNotFoundError:

@@ -434,8 +434,8 @@ def versions() -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
 
     found = {}
-    for name in ("streams-assignor", "aiokafka", "faust-streaming", "mode-streaming", "msgpack",
-                 "pydantic"):
+    for name in ("streams-assignor", "aiokafka", "faust-streaming", "mode-streaming", "orjson",
+                 "msgpack", "pydantic"):
         try:
             found[name] = version(name)
         except PackageNotFoundError:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import subprocess
 import sys
@@ -93,3 +94,12 @@ def test_faust_rows_do_not_depend_on_the_process_or_its_hash_seed() -> None:
     assert len(outputs) == 1
     assert deterministic_view(
         replay(generate("crash_recover", {"assignor": "faust", "processes": 4}, seed=2)).summary)
+
+
+def test_faust_runs_with_its_orjson_codec() -> None:
+    """The dev extra installs Faust's ``orjson`` extra: the peer is measured in the configuration
+    a Faust user who cares about speed runs, not on the standard library's slower json."""
+    require(importlib.util.find_spec("orjson") is not None, "orjson (faust-streaming[orjson])")
+    faust_json = importlib.import_module("faust.utils.json")
+    assert faust_json.orjson is not None
+    assert faust_json.loads(faust_json.dumps({"topic": [1, 2]})) == {"topic": [1, 2]}
