@@ -8,7 +8,8 @@ itself. The bytes are the simulator's point (they are what a broker would carry)
 functions produce exactly aiokafka's bytes and objects, only with fewer operations:
 
 - the metadata's version and subscription prefix is the same for every member of a group, so it
-  is encoded once per distinct (version, topics) and kept;
+  is encoded once per distinct (version, topics) and kept, and the leader's decoder keeps the
+  last one it read (a buffer that begins with those bytes reads as those fields);
 - the rest is ``struct.pack``/``unpack_from`` on the known layout instead of one call per field.
 
 Anything off the plain path (another ``Struct`` class, a ``None`` list, a negative length, a
