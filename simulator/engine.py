@@ -436,7 +436,10 @@ class Replay:
             for hosted in sim.hosted:
                 hosted.cancel_followup()
         self.coordinator.close()
-        await crash_all(m for sim in self.sims.values() for m in sim.members)
+        members = [m for sim in self.sims.values() for m in sim.members]
+        for member in members:  # the settle loop is over: no one reads the roster any more
+            member.on_change = None  # (400 reports of a cold start's end crashes, unheard)
+        await crash_all(members)
 
     def run(self) -> ReplayResult:
         began = time.perf_counter()

@@ -8,7 +8,8 @@ itself. The bytes are the simulator's point (they are what a broker would carry)
 functions produce exactly aiokafka's bytes and objects, only with fewer operations:
 
 - the metadata's version and subscription prefix is the same for every member of a group, so it
-  is encoded once per distinct (version, topics) and kept;
+  is encoded once per distinct (version, topics) and kept, and the leader's decoder keeps the
+  last one it read (a buffer that begins with those bytes reads as those fields);
 - the rest is ``struct.pack``/``unpack_from`` on the known layout instead of one call per field.
 
 Anything off the plain path (another ``Struct`` class, a ``None`` list, a negative length, a
@@ -124,6 +125,13 @@ _new_metadata = ConsumerProtocolMemberMetadata.__new__
 _new_assignment = ConsumerProtocolMemberAssignment.__new__
 
 
+#: the version and subscription the last metadata read began with, and those bytes: every
+#: member of a group sends the same, so a leader reads them once per rebalance, not once per
+#: member (a buffer that begins with the same bytes reads as the same fields up to the same
+#: offset); None before the first read
+_last_header: list[tuple[bytes, int, tuple[str, ...]] | None] = [None]
+
+
 class _OffPath(Exception):
     """Not the plain layout: let aiokafka's decoder answer (or raise) as it would."""
 
@@ -136,18 +144,23 @@ def decode_metadata(data: bytes) -> ConsumerProtocolMemberMetadata:
     try:
         buf = bytes(data)
         end = len(buf)
-        version, count = _HEAD.unpack_from(buf, 0)
-        at = 6
-        if count < 0 or at + count > end:
-            raise _OffPath
-        topics = []
-        for _ in range(count):
-            (size,) = _INT16.unpack_from(buf, at)
-            at += 2
-            if size < 0 or at + size > end:
+        last = _last_header[0]
+        if last is not None and buf.startswith(last[0]):  # read as before: same fields, same end
+            version, topics, at = last[1], list(last[2]), len(last[0])
+        else:
+            version, count = _HEAD.unpack_from(buf, 0)
+            at = 6
+            if count < 0 or at + count > end:
                 raise _OffPath
-            topics.append(buf[at:at + size].decode("utf-8"))
-            at += size
+            topics = []
+            for _ in range(count):
+                (size,) = _INT16.unpack_from(buf, at)
+                at += 2
+                if size < 0 or at + size > end:
+                    raise _OffPath
+                topics.append(buf[at:at + size].decode("utf-8"))
+                at += size
+            _last_header[0] = (buf[:at], version, tuple(topics))
         (size,) = _INT32.unpack_from(buf, at)
         at += 4
         if size < 0 or at + size > end:

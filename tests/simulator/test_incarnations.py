@@ -38,3 +38,6 @@ def test_a_dynamic_process_id_equals_the_validated_one() -> None:
         expected = ProcessId(uuid.uuid5(SIM_NAMESPACE, key))
         assert made == expected and hash(made) == hash(expected)
         assert made.model_dump() == expected.model_dump() and made.uuid.int == expected.uuid.int
+        again = incarnations.process_id(Sim(spec))  # type: ignore[arg-type]
+        # the UUID is kept by name; the ProcessId (which keeps its hash once computed) is new
+        assert again == made and again is not made and again.uuid is made.uuid

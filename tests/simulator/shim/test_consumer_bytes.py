@@ -89,6 +89,24 @@ def test_truncated_and_odd_lengths_fail_or_succeed_as_aiokafka(
             lambda d: ConsumerProtocolMemberAssignment.decode(BytesIO(d)), data)
 
 
+@settings(max_examples=300, deadline=None)
+@given(version=_int16, topics=_topics, user_data=st.binary(max_size=20),
+       tail=st.binary(max_size=30))
+def test_a_known_header_followed_by_any_bytes_decodes_as_aiokafka(
+    version: int, topics: list[str], user_data: bytes, tail: bytes
+) -> None:
+    """The decoder keeps the last header it read (a group's members all send the same): the
+    bytes after it, whatever they are, still give aiokafka's object or aiokafka's error, and
+    each decoded subscription is a list of its own."""
+    whole = ConsumerProtocolMemberMetadata(version, topics, user_data).encode()
+    first = decode_metadata(whole)  # reads the header and keeps it
+    first.subscription.append("changed by its reader")
+    header = whole[:len(whole) - len(user_data) - 4]
+    for data in (whole, header + tail, header, header + b"\xff\xff\xff\xff" + tail):
+        assert _outcome(decode_metadata, data) == _outcome(
+            lambda d: ConsumerProtocolMemberMetadata.decode(BytesIO(d)), data)
+
+
 def test_values_aiokafka_cannot_pack_fail_with_its_error() -> None:
     for struct in (ConsumerProtocolMemberMetadata(2**15, ["t"], b""),
                    ConsumerProtocolMemberAssignment(0, [("t", [2**31])], b"")):
