@@ -19,7 +19,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from itertools import chain
 from operator import attrgetter
-from typing import cast
 
 import msgpack
 
@@ -133,6 +132,23 @@ class AnswerWriter:
         :meth:`encode` writes from the model. Read from the fields alone, so a caller builds
         the model only for the answers this does not write (1,000 of each kind at 1,000
         threads per client)."""
+        active: tuple[TaskId, ...] = fields["active_tasks"]  # type: ignore[assignment]
+        standby: Mapping[TaskId, tuple[TopicPartition, ...]] = fields[  # type: ignore[assignment]
+            "standby_tasks"
+        ]
+        return self.one_task_of(fields, active, standby)
+
+    def one_task_of(
+        self,
+        fields: Mapping[str, object],
+        active: tuple[TaskId, ...],
+        standby: Mapping[TaskId, tuple[TopicPartition, ...]],
+    ) -> bytes | None:
+        """:meth:`one_task` for the fields ``fields`` with ``active`` and ``standby`` as the
+        tasks (whatever ``fields`` holds for them is not read): the leader hands every busy
+        member of an endpoint that endpoint's fields and the member's own tasks, so it builds
+        no dict of fields per member (2,000 at 1,000 threads per client). (No ``typing.cast``
+        on this path: its subscripted types were built at every call, 0.6 us a member.)"""
         frame = self._frame
         if (
             frame is not None
@@ -143,11 +159,7 @@ class AnswerWriter:
             and fields["error_code"] is AssignorError.NONE
             and fields["next_rebalance_ms"] == NO_FOLLOWUP_REBALANCE
         ):
-            return self._one_task(
-                frame,
-                cast(tuple[TaskId, ...], fields["active_tasks"]),
-                cast(Mapping[TaskId, tuple[TopicPartition, ...]], fields["standby_tasks"]),
-            )
+            return self._one_task(frame, active, standby)
         return None
 
     def _pack(self, info: AssignmentInfo, standby_packed: bytes | None = None) -> bytes:

@@ -198,7 +198,7 @@ def encode_members(
     find = known.get
     member_result = _member_result
     unbuilt = unbuilt_info_result
-    one_task = writer.one_task
+    one_task = writer.one_task_of
     version = writer.version
     named = version >= NAMED_TOPOLOGY_VERSION  # (the writer's task ints begin with 0)
     encode = writer.encode
@@ -262,17 +262,21 @@ def encode_members(
             else:
                 found = partitions_of(standby_ids, layout, known)
                 standby = standby_map(standby_ids, found, planned)
+            if member_id != followup_consumer:
+                # An answer of one task (most busy members) is written from the endpoint's
+                # fields and the member's tasks alone, its model built only if someone reads it
+                # (nothing on the way to aiokafka does): no dict of fields per member.
+                packed = one_task(fields, active_tasks, standby)
+                if packed is not None:
+                    results[member_id] = unbuilt(
+                        partitions, fields, active_tasks, standby, packed, by_topic
+                    )
+                    continue
             values = fields.copy()
             values["active_tasks"] = active_tasks
             values["standby_tasks"] = standby
             if member_id == followup_consumer:
                 values["next_rebalance_ms"] = followup_ms
-            # An answer of one task (most busy members) is written from the fields alone, its
-            # model built only if someone reads it (nothing on the way to aiokafka does).
-            packed = one_task(values)
-            if packed is not None:
-                results[member_id] = unbuilt(partitions, values, packed, by_topic)
-                continue
             answer_info = trusted_model(AssignmentInfo, values)
             entries = None
             if planned is not None and len(standby) > 1:

@@ -15,7 +15,7 @@ from assignor.placement.threads import ThreadAssignment
 from assignor.topology.tasks import TaskLayout
 from protocol.codec import LATEST_VERSION
 from protocol.errors import AssignorError
-from protocol.ids import ProcessId, TopicPartition, trusted_model
+from protocol.ids import ProcessId, TaskId, TopicPartition, trusted_model
 from protocol.messages import AssignmentInfo, SubscriptionInfo
 
 
@@ -91,24 +91,33 @@ class MemberResult:
 
 class _UnbuiltInfoResult(MemberResult):
     """A :class:`MemberResult` whose ``info`` is built when first read, from the fields the
-    encoder wrote the answer from (``AssignmentInfo``'s every field by name, checked).
+    encoder wrote the answer from (``AssignmentInfo``'s every field by name, checked, with the
+    member's own tasks in place of those the fields hold).
 
     Why: a leader writes 2,000 answers of one task at 1,000 threads per client, and nothing
     on its way to aiokafka reads their models (the adapter hands over the bytes and the
-    partitions); building each model was a third of a busy member's cost in the encode step.
+    partitions); building each model was a third of a busy member's cost in the encode step,
+    and a copy of the endpoint's fields per member with its tasks stored most of the rest (the
+    fields are kept shared, the tasks in slots beside them: no dict per member).
     Whoever reads ``info`` (the simulator, the CLI, tests) gets the model the encoder would
     have built, and the same one at every read. Equal to the :class:`MemberResult` of the
     same values, in both directions (Python asks this subclass's ``__eq__`` first)."""
 
-    __slots__ = ("_fields",)
-    _fields: dict[str, object] | None
+    __slots__ = ("_active", "_fields", "_standby")
+    #: the shared fields until ``info`` is read (then ``None``), and the member's own tasks
+    _fields: Mapping[str, object] | None
+    _active: tuple[TaskId, ...]
+    _standby: Mapping[TaskId, object]
 
     @property
     def info(self) -> AssignmentInfo:
-        fields = self._fields
-        if fields is None:
+        shared = self._fields
+        if shared is None:
             return cast(AssignmentInfo, _get_info(self))
-        made = trusted_model(AssignmentInfo, fields)  # (the dict becomes the model's)
+        values = dict(shared)
+        values["active_tasks"] = self._active
+        values["standby_tasks"] = self._standby
+        made = trusted_model(AssignmentInfo, values)  # (the dict becomes the model's)
         _set_info(self, made)
         _set_fields(self, None)
         return made
@@ -133,6 +142,8 @@ class _UnbuiltInfoResult(MemberResult):
 _get_info = vars(MemberResult)["info"].__get__
 _set_info = vars(MemberResult)["info"].__set__
 _set_fields = vars(_UnbuiltInfoResult)["_fields"].__set__
+_set_active = vars(_UnbuiltInfoResult)["_active"].__set__
+_set_standby = vars(_UnbuiltInfoResult)["_standby"].__set__
 _set_result_partitions = vars(MemberResult)["partitions"].__set__
 _set_result_user_data = vars(MemberResult)["user_data"].__set__
 _set_result_by_topic = vars(MemberResult)["by_topic"].__set__
@@ -140,17 +151,22 @@ _set_result_by_topic = vars(MemberResult)["by_topic"].__set__
 
 def unbuilt_info_result(
     partitions: tuple[TopicPartition, ...],
-    fields: dict[str, object],
+    fields: Mapping[str, object],
+    active: tuple[TaskId, ...],
+    standby: Mapping[TaskId, object],
     user_data: bytes,
     by_topic: ByTopic | None,
 ) -> MemberResult:
-    """A :class:`MemberResult` whose ``info`` is ``trusted_model(AssignmentInfo, fields)``,
-    built only if read; ``fields`` become the model's (the caller keeps no reference)."""
+    """A :class:`MemberResult` whose ``info`` is ``trusted_model(AssignmentInfo, fields)``
+    with ``active`` and ``standby`` as its tasks, built only if read; ``fields`` is not
+    changed and must not change afterwards (the encoder's per-endpoint fields, shared)."""
     result: _UnbuiltInfoResult = _new_object(_UnbuiltInfoResult)
     _set_result_partitions(result, partitions)
     _set_result_user_data(result, user_data)
     _set_result_by_topic(result, by_topic)
     _set_fields(result, fields)
+    _set_active(result, active)
+    _set_standby(result, standby)
     return result
 
 

@@ -266,6 +266,14 @@ def test_one_task_writes_one_task_answers_in_the_last_maps(version: int) -> None
         )
     assert writer.one_task(dict(later.__dict__)) is None  # a follow-up: the model's path
     assert writer.one_task(dict(first.__dict__)) is None  # two tasks: the model's path
+    # the leader's path: the first's fields (two tasks) shared, each member's tasks beside them
+    shared = dict(first.__dict__)
+    for info in (one, one_standby):
+        assert writer.one_task_of(shared, info.active_tasks, info.standby_tasks) == (
+            codec.encode_assignment(info, version=version)
+        )
+    assert shared == dict(first.__dict__)  # (read, not written)
+    assert writer.one_task_of(shared, first.active_tasks, {}) is None
 
 
 @pytest.mark.parametrize("version", range(1, LATEST_VERSION + 1))

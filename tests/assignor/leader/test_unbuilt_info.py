@@ -56,7 +56,9 @@ def _values() -> tuple[AssignmentInfo, dict[str, object]]:
 def test_equal_to_the_plain_result_both_ways_and_through_copies() -> None:
     info, fields = _values()
     parts = (TopicPartition("t", 1),)
-    lazy = unbuilt_info_result(parts, fields, b"x", None)
+    lazy = unbuilt_info_result(
+        parts, fields, info.active_tasks, info.standby_tasks, b"x", None
+    )
     plain = MemberResult(parts, info, b"x")
     assert lazy == plain and plain == lazy
     assert lazy != MemberResult(parts, info, b"y") and MemberResult(parts, info, b"y") != lazy
@@ -67,6 +69,16 @@ def test_equal_to_the_plain_result_both_ways_and_through_copies() -> None:
 def test_unread_results_compare_by_their_fields() -> None:
     info, fields = _values()
     other = info.model_copy(update={"active_tasks": (TaskId(0, 2),)})
-    lazy = unbuilt_info_result((), fields, b"x", None)
+    lazy = unbuilt_info_result((), fields, info.active_tasks, info.standby_tasks, b"x", None)
     assert lazy != MemberResult((), other, b"x")
     assert lazy.info == info
+
+
+def test_the_members_own_tasks_replace_those_of_the_shared_fields() -> None:
+    """The encoder hands every busy member of an endpoint the same fields and the member's own
+    tasks: the model is built from the member's tasks, and the shared fields stay as they were."""
+    info, fields = _values()
+    mine = info.model_copy(update={"active_tasks": (TaskId(0, 2),)})
+    lazy = unbuilt_info_result((), fields, (TaskId(0, 2),), {}, b"x", None)
+    assert lazy.info == mine and lazy.info != info
+    assert fields == dict(info.__dict__)
