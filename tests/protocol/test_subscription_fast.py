@@ -194,3 +194,28 @@ def test_declines_what_it_does_not_handle() -> None:
     for payload in (older, named, large):
         assert isinstance(Codec().decode_subscription(payload), SubscriptionInfo)
         assert decode_fast(payload, LATEST_VERSION) is None
+
+
+@settings(MUTATIONS)
+@given(data=st.data())
+def test_long_groups_read_alike_whole_or_mutated(data: st.DataObject) -> None:
+    """A group of many pairs (checked over the whole group at once, not pair by pair) is read
+    as the streaming reader reads it, and any element replaced is never accepted alone."""
+    partitions = data.draw(st.lists(st.integers(0, 60), min_size=9, max_size=40, unique=True))
+    sums = {TaskId(1, p): data.draw(st.sampled_from([-2, -3, 0, 7, 2**63 - 1])) for p in partitions}
+    info = SubscriptionInfo(
+        version=LATEST_VERSION,
+        latest_supported_version=LATEST_VERSION,
+        process_id=ProcessId.for_int(11),
+        task_offset_sums=sums,
+    )
+    payload = encode_subscription(info)
+    Codec().decode_subscription(payload)
+    assert agree(payload) == info
+    items = msgpack.unpackb(payload, raw=False)
+    group = items[6][0]
+    assert len(group) > 2 + 2 * 8  # long enough for the whole-group check
+    for _ in range(data.draw(st.integers(1, 3))):
+        at = data.draw(st.integers(2, len(group) - 1))
+        group[at] = data.draw(_LEAVES)
+    agree(msgpack.packb(items, use_bin_type=True))
