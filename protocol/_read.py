@@ -145,13 +145,15 @@ _ARRAY16: Final = b"\xdc"
 _ARRAY32: Final = b"\xdd"
 
 
-def read_whole(raw: bytes, max_bin_len: int) -> object | None:
+def read_whole(raw: bytes, max_bin_len: int, max_map_len: int = 0) -> object | None:
     """``raw``'s whole tree in one msgpack call, or ``None`` for the streaming reader to judge.
 
     Why: the fast readers check a common message's shape after reading it, which only pays
     when the read is one C call; the same limits serve both (no maps, no extension types,
     strings of at most ``MAX_STRING_BYTES``, no array longer than the payload, few long
-    arrays: see ``ONE_CALL_MAX_LONG_ARRAYS``), so they live here once.
+    arrays: see ``ONE_CALL_MAX_LONG_ARRAYS``), so they live here once. ``max_map_len``: maps
+    of at most that many entries are read too (a subscription's client tags), which the caller
+    checks itself, duplicate keys included (msgpack keeps the last of them silently).
     """
     size = len(raw)
     if size > ONE_CALL_MAX_BYTES or (
@@ -167,7 +169,7 @@ def read_whole(raw: bytes, max_bin_len: int) -> object | None:
             max_str_len=MAX_STRING_BYTES,
             max_bin_len=max_bin_len,
             max_array_len=size,  # every element takes at least one byte
-            max_map_len=0,  # client tags: the streaming reader checks their keys one by one
+            max_map_len=max_map_len,  # 0: client tags are the streaming reader's to check
             max_ext_len=0,
         )
     except Exception:  # truncated, trailing bytes, bad UTF-8, a container over a limit...

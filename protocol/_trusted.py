@@ -45,3 +45,9 @@ def trusted_model(
     set_extra(model, None)
     set_private(model, None)
     return model
+
+
+def all_fields_set(cls: type[BaseModel]) -> set[str]:
+    """The set of all of ``cls``'s field names that :func:`trusted_model` gives its instances,
+    for a reader that inlines ``trusted_model``'s steps in its hot path."""
+    return _ALL_FIELDS.get(cls) or _ALL_FIELDS.setdefault(cls, set(cls.model_fields))

@@ -124,18 +124,56 @@ def test_mutated_fields_are_never_accepted_alone(data: st.DataObject) -> None:
     agree(msgpack.packb(items, use_bin_type=True))
 
 
+def _tagged(tags: bytes) -> bytes:
+    """A known member's latest-version payload with ``tags`` (raw msgpack) as its client tags."""
+    info = SubscriptionInfo(
+        version=LATEST_VERSION,
+        latest_supported_version=LATEST_VERSION,
+        process_id=ProcessId.for_int(9),
+        task_offset_sums={TaskId(0, 1): 5},
+        client_tags={"zone": "a"},
+        rack_id="r1",
+        group_instance_id="m-1",
+    )
+    payload = encode_subscription(info)
+    Codec().decode_subscription(payload)
+    written = msgpack.packb({"zone": "a"}, use_bin_type=True)
+    assert payload.count(written) == 1
+    return payload.replace(written, tags)
+
+
+def test_client_tags_are_read_fast_unless_the_streaming_reader_must_judge() -> None:
+    """Tags of string keys and values written as msgpack writes them are read here; a key
+    repeated (msgpack keeps the last one, the streaming reader refuses), a key that is empty
+    or not a string, a value that is not a string, too many tags, or a string in a longer form
+    than msgpack's shortest are left to the streaming reader, which accepts or refuses."""
+    pack = msgpack.Packer(use_bin_type=True)
+    plain = _tagged(pack.pack({"zone": "a", "rack": "", "k" * 40: "v" * 300}))
+    read = agree(plain)
+    assert read is not None and read.client_tags == {"zone": "a", "rack": "", "k" * 40: "v" * 300}
+    entries = {
+        "repeated key": [(b"\xa1z", b"\xa1a"), (b"\xa1z", b"\xa1b")],
+        "empty key": [(b"\xa0", b"\xa1a")],
+        "bytes key": [(b"\xc4\x01z", b"\xa1a")],
+        "int value": [(b"\xa1z", b"\x01")],
+        "str8 key": [(b"\xd9\x01z", b"\xa1a")],
+        "too many": [(pack.pack(f"k{i}"), b"\xa1a") for i in range(65)],
+    }
+    for name, pairs in entries.items():
+        header = pack.pack_map_header(len(pairs))
+        payload = _tagged(header + b"".join(k + v for k, v in pairs))
+        assert agree(payload) is None, name
+
+
 def test_declines_what_it_does_not_handle() -> None:
-    """Older versions, client tags, named topologies and large payloads are left to the
-    streaming reader."""
+    """Older versions, named topologies and large payloads are left to the streaming
+    reader."""
     base = dict(
         latest_supported_version=LATEST_VERSION,
         process_id=ProcessId.for_int(8),
         task_offset_sums={TaskId(0, 1): 5},
     )
     older = encode_subscription(SubscriptionInfo(version=2, **base))
-    tagged = encode_subscription(
-        SubscriptionInfo(version=LATEST_VERSION, client_tags={"zone": "a"}, **base)
-    )
     named = encode_subscription(
         SubscriptionInfo(
             version=LATEST_VERSION,
@@ -153,6 +191,31 @@ def test_declines_what_it_does_not_handle() -> None:
         )
     )
     assert len(large) > FAST_MAX_BYTES
-    for payload in (older, tagged, named, large):
+    for payload in (older, named, large):
         assert isinstance(Codec().decode_subscription(payload), SubscriptionInfo)
         assert decode_fast(payload, LATEST_VERSION) is None
+
+
+@settings(MUTATIONS)
+@given(data=st.data())
+def test_long_groups_read_alike_whole_or_mutated(data: st.DataObject) -> None:
+    """A group of many pairs (checked over the whole group at once, not pair by pair) is read
+    as the streaming reader reads it, and any element replaced is never accepted alone."""
+    partitions = data.draw(st.lists(st.integers(0, 60), min_size=9, max_size=40, unique=True))
+    sums = {TaskId(1, p): data.draw(st.sampled_from([-2, -3, 0, 7, 2**63 - 1])) for p in partitions}
+    info = SubscriptionInfo(
+        version=LATEST_VERSION,
+        latest_supported_version=LATEST_VERSION,
+        process_id=ProcessId.for_int(11),
+        task_offset_sums=sums,
+    )
+    payload = encode_subscription(info)
+    Codec().decode_subscription(payload)
+    assert agree(payload) == info
+    items = msgpack.unpackb(payload, raw=False)
+    group = items[6][0]
+    assert len(group) > 2 + 2 * 8  # long enough for the whole-group check
+    for _ in range(data.draw(st.integers(1, 3))):
+        at = data.draw(st.integers(2, len(group) - 1))
+        group[at] = data.draw(_LEAVES)
+    agree(msgpack.packb(items, use_bin_type=True))
