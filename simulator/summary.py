@@ -173,9 +173,10 @@ def migration_cause(after: list[RebalanceRow], warmups: int) -> str:
     if not after or not all(r.followup.startswith("probing") for r in after):
         return ""
     last = after[-1]
-    return (f" (KIP-441 movements pending: each of the {len(after)} rebalances since scheduled "
-            f"a probing rebalance; {sum(r.active_moved for r in after)} active and "
-            f"{sum(r.standby_moved for r in after)} standby replicas moved, the last round "
+    rounds = f"each of the {len(after)} rebalances" if len(after) > 1 else "the rebalance"
+    active, standby = sum(r.active_moved for r in after), sum(r.standby_moved for r in after)
+    return (f" (KIP-441 movements pending: {rounds} since scheduled a probing rebalance; "
+            f"{active} active and {standby} standby replicas moved, the last round "
             f"{last.active_moved}/{last.standby_moved}, max.warmup.replicas={warmups})")
 
 
