@@ -43,6 +43,8 @@ from simulator.state_scan import ProcessPart, Scan, ThreadTasks
 
 #: Positions within this many records of the end count as caught up (float rounding).
 _EPSILON = 1e-6
+#: the cleaner's due time of a process that is not running
+_NEVER = float("inf")
 #: an unnamed ``TaskId``'s kept (subtopology, partition) rank (AttributeError for others)
 _RANK = attrgetter("_rank")
 #: ``i is not None``, in C: a filter for looked-up indices (0 is an index)
@@ -233,6 +235,8 @@ class StateModel:
 
     def _clean(self, process: str) -> None:
         """Apply the cleaner's runs up to now to the process's disk (see ``state_cleaner``)."""
+        if self.now < self._cleaner.due.get(process, _NEVER):
+            return  # (most calls: no run has come since the last look)
         disk = self._disk.get(process)
         if disk is not None and self._cleaner.clean(process, disk, self.now):
             self._touch(process)

@@ -37,7 +37,7 @@ from simulator.state_scan import ThreadTasks
 class StateCleaner:
     """Released task directories per process and when each process's cleaner runs."""
 
-    __slots__ = ("_due", "_released", "_start", "delay_s")
+    __slots__ = ("_released", "_start", "delay_s", "due")
 
     def __init__(self, delay_s: float) -> None:
         self.delay_s = delay_s
@@ -45,26 +45,27 @@ class StateCleaner:
         self._start: dict[str, float] = {}
         #: process -> task index -> when its directory was last released
         self._released: dict[str, dict[int, float]] = {}
-        #: process -> the first run that may delete something (absent: to be computed)
-        self._due: dict[str, float] = {}
+        #: process -> the earliest time a run may delete something: ``-inf`` to be computed,
+        #: ``inf`` never (absent: the process is not running); read before calling ``clean``
+        self.due: dict[str, float] = {}
 
     def start(self, process: str, now: float) -> None:
         """The process runs: its cleaner starts now unless it already runs."""
         if process not in self._start:
             self._start[process] = now
-            self._due.pop(process, None)
+            self.due[process] = -math.inf
 
     def stop(self, process: str) -> None:
         """The process crashed or stopped: no cleaner runs until it starts again."""
         self._start.pop(process, None)
-        self._due.pop(process, None)
+        self.due.pop(process, None)
 
     def release(self, process: str, indices: Iterable[int], now: float) -> None:
         """The process no longer holds these tasks' directories (kept: an earlier release)."""
         released = self._released.setdefault(process, {})
         for i in indices:
             released.setdefault(i, now)
-        self._due.pop(process, None)
+        self._recompute(process)
 
     def hold(self, process: str, indices: tuple[int, ...]) -> None:
         """Some thread of the process holds these tasks (their directories are locked)."""
@@ -72,7 +73,7 @@ class StateCleaner:
         if released:
             for i in indices:
                 released.pop(i, None)
-            self._due.pop(process, None)
+            self._recompute(process)
 
     def reassign(self, process: str, before: ThreadTasks | None, actives: tuple[int, ...],
                  standbys: tuple[int, ...], threads: Mapping[int, ThreadTasks],
@@ -93,15 +94,17 @@ class StateCleaner:
     def forget(self, process: str) -> None:
         """The process's disk is gone (wiped): nothing left to release."""
         self._released.pop(process, None)
-        self._due.pop(process, None)
+        self._recompute(process)
+
+    def _recompute(self, process: str) -> None:
+        """Released directories changed: the next ``clean`` computes when a run is due."""
+        if process in self.due:
+            self.due[process] = -math.inf
 
     def clean(self, process: str, disk: dict[int, float], now: float) -> bool:
         """Delete from ``disk`` what the runs up to ``now`` deleted; whether anything went."""
         start = self._start.get(process)
-        if start is None:
-            return False
-        due = self._due.get(process)
-        if due is not None and now < due:
+        if start is None or now < self.due[process]:
             return False
         released = self._released.get(process)
         delay = self.delay_s
@@ -117,7 +120,7 @@ class StateCleaner:
                         deleted = True
             for i in [i for i in released if i not in disk]:  # trimmed by other means
                 del released[i]
-        self._due[process] = self._next_run(start, released)
+        self.due[process] = self._next_run(start, released)
         return deleted
 
     def _next_run(self, start: float, released: dict[int, float] | None) -> float:
