@@ -80,6 +80,8 @@ class StateCleaner:
                  disk: Mapping[int, float], now: float) -> None:
         """A thread that held ``before`` now holds ``actives`` and ``standbys``: a task it let
         go of is released once no other thread of the process (``threads``) holds it."""
+        if before is not None and before.active == actives and before.standby == standbys:
+            return  # (most threads of a probing round: held already, nothing let go)
         self.hold(process, actives)
         self.hold(process, standbys)
         if before is None:
