@@ -125,6 +125,8 @@ class GroupTimeouts(_Strict):
 class StateDynamics(_Strict):
     """How local state moves, in records and records per second of virtual time."""
 
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
     #: records each stateful task writes to its changelog per second while it is processed
     write_rate: Annotated[float, Field(ge=0)] = 100.0
     #: records one stream thread restores per second (shared by the tasks it restores)
@@ -133,6 +135,10 @@ class StateDynamics(_Strict):
     standby_trail: Annotated[float, Field(ge=0)] = 100.0
     #: records in every stateful task's changelog when the run starts
     initial_records: Annotated[int, Field(ge=0)] = 100_000
+    #: Kafka Streams' ``state.cleanup.delay.ms``: a process deletes the local state of a task it
+    #: has not held for this long, checked every such delay (``simulator.state_cleaner``)
+    state_cleanup_delay_ms: Annotated[int, Field(ge=1)] = Field(
+        600_000, alias="state.cleanup.delay.ms")
 
 
 class Bounds(_Strict):

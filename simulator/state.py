@@ -19,7 +19,9 @@ The rules, with the scenario's :class:`~simulator.scenarios.StateDynamics`:
 - nothing happens on a thread that is not running: eager rebalancing stops every task of a member
   from the moment it rejoins until it has its new assignment, and a crashed or paused process does
   nothing at all;
-- a crash keeps the disk (the next incarnation restores from there) unless it is wiped.
+- a crash keeps the disk (the next incarnation restores from there) unless it is wiped;
+- a running process deletes the state of a task it has not held for ``state.cleanup.delay.ms``,
+  as Kafka Streams' state directory cleaner does (``simulator.state_cleaner``).
 
 A task is *available* while some running thread has it as a processing active task; every second
 it is not counts toward its unavailability (task-seconds).
@@ -36,10 +38,13 @@ from typing import TypeGuard, cast
 from protocol.ids import TaskId, TopicPartition
 from simulator.end_offsets import ChangelogPlan, EndOffsetsSnapshot, split_ends
 from simulator.scenarios import StateDynamics
+from simulator.state_cleaner import StateCleaner
 from simulator.state_scan import ProcessPart, Scan, ThreadTasks
 
 #: Positions within this many records of the end count as caught up (float rounding).
 _EPSILON = 1e-6
+#: the cleaner's due time of a process that is not running
+_NEVER = float("inf")
 #: an unnamed ``TaskId``'s kept (subtopology, partition) rank (AttributeError for others)
 _RANK = attrgetter("_rank")
 #: ``i is not None``, in C: a filter for looked-up indices (0 is an index)
@@ -91,6 +96,7 @@ class StateModel:
         #: records restored by active tasks (standby catch-up is counted apart)
         self.restored = 0.0
         self.standby_replayed = 0.0
+        self._cleaner = StateCleaner(dynamics.state_cleanup_delay_ms / 1000)
         self.add_tasks(tasks, stateful, initial_records=dynamics.initial_records)
 
     # -- views by task id (built on demand: for rows and tests, not for the hot loops) --------
@@ -107,6 +113,8 @@ class StateModel:
     def disk(self) -> dict[str, dict[TaskId, float]]:
         """Local position per process per task, records."""
         ids = self.tasks
+        for process in self._disk:
+            self._clean(process)
         return {p: {ids[i]: x for i, x in d.items()} for p, d in self._disk.items()}
 
     @property
@@ -173,6 +181,7 @@ class StateModel:
             if known is not None and (end := ends[known]) is not None:
                 disk[known] = max(0.0, end - lag)
         self._threads.setdefault(process, {})
+        self._cleaner.release(process, disk, self.now)  # until a thread holds them
 
     def _at_end(self, tasks: Collection[TaskId]) -> dict[int, float]:
         """Local positions at the end of each of the known stateful ``tasks``, in their order;
@@ -193,6 +202,7 @@ class StateModel:
     def stop(self, process: str, thread: int | None = None) -> None:
         """The thread (every thread if ``None``) stops processing: a rebalance began for it."""
         self._touch(process)
+        self._cleaner.start(process, self.now)
         for index, state in self._threads.get(process, {}).items():
             if thread is None or index == thread:
                 state.running = False
@@ -204,7 +214,12 @@ class StateModel:
         self._touch(process)
         self._disk_version += 1
         actives, standbys = self._indices(active), self._indices(standby)
-        self._threads.setdefault(process, {})[thread] = ThreadTasks(actives, standbys, True)
+        threads = self._threads.setdefault(process, {})
+        self._cleaner.start(process, self.now)
+        self._clean(process)  # a returning task restores from what the cleaner left
+        self._cleaner.reassign(process, threads.get(thread), actives, standbys, threads,
+                               self._disk.get(process, {}), self.now)
+        threads[thread] = ThreadTasks(actives, standbys, True)
         disk = self._disk.setdefault(process, {})
         for i in (*actives, *standbys):
             if self._end[i] is not None:
@@ -218,14 +233,28 @@ class StateModel:
                 del self._settling[process]
                 self._disk[process] = {i: x for i, x in disk.items() if i in kept}
 
+    def _clean(self, process: str) -> None:
+        """Apply the cleaner's runs up to now to the process's disk (see ``state_cleaner``)."""
+        if self.now < self._cleaner.due.get(process, _NEVER):
+            return  # (most calls: no run has come since the last look)
+        disk = self._disk.get(process)
+        if disk is not None and self._cleaner.clean(process, disk, self.now):
+            self._touch(process)
+            self._disk_version += 1
+
     def crash(self, process: str, *, wipe: bool = False) -> None:
-        """The process is gone: its threads and their tasks vanish; its disk stays unless wiped."""
+        """The process is gone: its threads and their tasks vanish; its disk stays unless wiped
+        (and its cleaner stops: it deleted what it had deleted by now)."""
         self._touch(process)
+        self._clean(process)
         self._disk_version += 1
         self._threads[process] = {}
         self._settling.pop(process, None)
+        self._cleaner.release(process, self._disk.get(process, {}), self.now)
+        self._cleaner.stop(process)
         if wipe:
             self._disk[process] = {}
+            self._cleaner.forget(process)
 
     def _touch(self, process: str) -> None:
         """Something happened to ``process``: its part of the scan is stale."""
@@ -237,12 +266,14 @@ class StateModel:
         self._disk_version += 1
         self._settling.pop(process, None)
         self._disk[process] = {}
+        self._cleaner.forget(process)
 
     # -- what the process reports, what the leader reads --------------------------------------
     def offset_sums(self, process: str) -> Mapping[TaskId, int]:
         """The ``state()`` provider of a process: its local position per task on disk, built
         once per process and disk change and handed out read-only (the adapter copies what it
         keeps; a fresh dict per consumer's join cost a copy per member per rebalance)."""
+        self._clean(process)
         cached = self._sums.get(process)
         if cached is None or cached[0] != self._disk_version:
             ids = self.tasks
@@ -253,6 +284,7 @@ class StateModel:
     def position(self, process: str, task: TaskId) -> float | None:
         """Where ``process``'s local state of ``task`` is (None: nothing on disk)."""
         i = self._index.get(task)
+        self._clean(process)
         return None if i is None else self._disk.get(process, {}).get(i)
 
     def end_of(self, task: TaskId) -> float | None:
@@ -295,6 +327,7 @@ class StateModel:
 
     def caught_up(self, process: str, task: TaskId) -> bool:
         i = self._index[task]
+        self._clean(process)
         return self._end[i] is None or (process in self._disk and self._caught_up(process, i))
 
     def owners(self) -> dict[TaskId, list[tuple[str, int]]]:

@@ -116,6 +116,8 @@ def scenario_row(
     stable_rows = [r for r in rows if r.outcome == "stable"]
     after = [r for r in stable_rows if r.started_s >= last_event]
     ha = ours and scenario.assignor == "high_availability"
+    if ha and not converged:
+        note += migration_cause(after, config.max_warmup_replicas)
     bound = 2 * (stateful + stateful * standbys) if ha else None
     unavailable = state.unavailable_s
     worst = max(sorted(unavailable), key=lambda t: unavailable[t], default=None)
@@ -158,6 +160,24 @@ def scenario_row(
         note=note,
         replay_wall_s=round(wall_s, 3),
     )
+
+
+def migration_cause(after: list[RebalanceRow], warmups: int) -> str:
+    """Why a high-availability run did not settle, when every rebalance after the last event
+    scheduled a probing rebalance: KIP-441's movements were pending every round (the leader asks
+    for a probing rebalance exactly when its active or standby movement step still has a
+    replica to move), each round warming up at most ``max.warmup.replicas`` replicas toward a
+    balanced target that ignores where state is (docs/simulator.md, findings). Empty when some
+    round asked for none (then the cause is elsewhere: restoring tasks, a member coming and
+    going)."""
+    if not after or not all(r.followup.startswith("probing") for r in after):
+        return ""
+    last = after[-1]
+    rounds = f"each of the {len(after)} rebalances" if len(after) > 1 else "the rebalance"
+    active, standby = sum(r.active_moved for r in after), sum(r.standby_moved for r in after)
+    return (f" (KIP-441 movements pending: {rounds} since scheduled a probing rebalance; "
+            f"{active} active and {standby} standby replicas moved, the last round "
+            f"{last.active_moved}/{last.standby_moved}, max.warmup.replicas={warmups})")
 
 
 def final_shape(

@@ -148,6 +148,10 @@ def _errors(scenarios: DataFrame) -> list[dict[str, Any]]:
     return [r.asDict() for r in failed.collect()]
 
 
+#: what a scenario row's ``note`` says when KIP-441 movements were still pending at the bound
+MIGRATING = "KIP-441 movements pending"
+
+
 def summarize(spark: SparkSession, out: Path) -> dict[str, Any]:
     """Every number of the report, from the Parquet under ``out`` (and ``run.json`` if there)."""
     scenarios = read_table(spark, out, "scenarios").cache()
@@ -159,6 +163,9 @@ def summarize(spark: SparkSession, out: Path) -> dict[str, Any]:
         F.sum(F.col("error").isNotNull().cast("long")).alias("errors"),
         F.sum(F.coalesce(F.col("violations"), F.lit(0))).alias("violations"),
         F.sum((~F.coalesce(F.col("converged"), F.lit(False))).cast("long")).alias("not_converged"),
+        # of those, high-availability migrations the bound cut short (``summary.migration_cause``)
+        F.sum(F.coalesce(F.col("note").contains(MIGRATING), F.lit(False)).cast("long"))
+        .alias("not_converged_migrating"),
         F.min("processes").alias("min_processes"), F.max("processes").alias("max_processes"),
         F.max("members").alias("max_members"), F.max("tasks").alias("max_tasks"),
     ).first()

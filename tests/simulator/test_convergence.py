@@ -9,7 +9,7 @@ import pytest
 
 from simulator.engine import replay
 from simulator.families import generate, harness_topology
-from simulator.scenarios import scenario_from_data
+from simulator.scenarios import Bounds, scenario_from_data
 
 #: Every CI run replays the 500 random perturbations the issue asks for: about 0.12 s a scenario
 #: (60 s for all 500 on the loaded 2-core machine) since the leader reads end offsets at assign
@@ -84,3 +84,20 @@ def test_a_scale_out_moves_most_tasks_and_max_warmup_replicas_of_them_per_probin
     probing = [r for r in result.rebalances if r.followup.startswith("probing")]
     assert [r.warmups for r in probing] == [warmups] * (moved // warmups)
     assert summary.rebalances_after_last_event == moved // warmups + 1
+
+
+def test_a_migration_cut_short_by_the_bound_says_so_in_its_note() -> None:
+    """The same scale-out with one warm-up a round and a bound of 150 s (two probing rounds):
+    the note names the cause, KIP-441 movements still pending at every rebalance since the
+    event, with what moved and the warm-up budget, not only that the run was not stable."""
+    scenario = generate("scale_out", {
+        "processes": 6, "threads": 1, "partitions": 6, "standbys": 0, "add": 1,
+        "warmups": 1, "recovery_lag": 1_000}, seed=1)
+    short = scenario.model_copy(update={"bounds": Bounds(settle_s=150.0)})
+    summary = replay(short).summary
+    assert not summary.converged
+    assert summary.note.startswith("non-convergence: not stable 150.0 s after the last event")
+    after = summary.rebalances_after_last_event
+    assert f"KIP-441 movements pending: each of the {after} rebalances since scheduled" in (
+        summary.note)
+    assert summary.note.endswith("max.warmup.replicas=1)")
