@@ -62,9 +62,12 @@ class StateCleaner:
 
     def release(self, process: str, indices: Iterable[int], now: float) -> None:
         """The process no longer holds these tasks' directories (kept: an earlier release)."""
-        released = self._released.setdefault(process, {})
-        for i in indices:
-            released.setdefault(i, now)
+        released = self._released.get(process)
+        if not released:  # (a settled start releases every task of the group: one C pass)
+            self._released[process] = dict.fromkeys(indices, now)
+        else:
+            for i in indices:
+                released.setdefault(i, now)
         self._recompute(process)
 
     def hold(self, process: str, indices: tuple[int, ...]) -> None:
