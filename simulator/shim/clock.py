@@ -201,21 +201,15 @@ class _ReadyHandle(asyncio.Handle):
     heartbeat starts of one step shared a handle)."""
 
     __slots__ = ()
-
-    def __init__(self, callback: Callable[..., object], args: tuple[Any, ...],
-                 loop: asyncio.AbstractEventLoop, context: Any) -> None:
-        # Handle's own slots, set as Handle.__init__ sets them with debug mode off (the loop's
-        # call_soon sets the same slots inline, without this frame)
-        self._callback = callback
-        self._args = args
-        self._cancelled = False
-        self._loop = loop
-        self._source_traceback = None
-        self._repr = None
-        self._context = contextvars.copy_context() if context is None else context
+    # Handle's slots that ``call_soon`` fills (declared for the type checker; no new slots)
+    _callback: Callable[..., object]
+    _loop: asyncio.AbstractEventLoop
+    _source_traceback: Any
+    _repr: str | None
+    _context: Any
 
 
-#: a :class:`_ReadyHandle` without its ``__init__`` (``call_soon`` fills the slots itself)
+#: a :class:`_ReadyHandle` without an ``__init__`` frame (``call_soon`` fills the slots itself)
 _new_ready_handle = _ReadyHandle.__new__
 
 
@@ -260,8 +254,8 @@ class _VirtualTimeLoop(asyncio.SelectorEventLoop):
         """asyncio's ``call_soon`` with a :class:`_ReadyHandle` (no debug-mode checks)."""
         if self._closed:  # type: ignore[attr-defined]  # asyncio's _check_closed, inline
             raise RuntimeError("Event loop is closed")
-        # _ReadyHandle's __init__, inline: one Python frame less for each of the replay's
-        # task steps and future callbacks (every one of them comes through here)
+        # Handle's own slots, set as Handle.__init__ sets them with debug mode off, inline: one
+        # Python frame less for each of the replay's task steps and future callbacks
         handle = _new_ready_handle(_ReadyHandle)
         handle._callback = callback
         handle._args = args
