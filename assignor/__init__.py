@@ -51,6 +51,7 @@ from assignor.topology.tasks import TaskLayout, plan_tasks
 
 if TYPE_CHECKING:
     from assignor.adapter.admin import InternalTopicsError, ensure_internal_topics
+    from assignor.adapter.answer_bytes import decode_answers
     from assignor.adapter.process import BrokerUnreachableError, StreamsProcess, derive_process_id
     from assignor.adapter.rejoin import RejoinUnsupportedError
     from assignor.adapter.streams_assignor import StreamsPartitionAssignor
@@ -64,6 +65,7 @@ _ADAPTER_NAMES = {
     "ensure_internal_topics": "assignor.adapter.admin",
     "InternalTopicsError": "assignor.adapter.admin",
     "RejoinUnsupportedError": "assignor.adapter.rejoin",
+    "decode_answers": "assignor.adapter.answer_bytes",
 }
 
 
@@ -121,6 +123,7 @@ __all__ = [
     "assign_group",
     "assign_tasks_to_threads",
     "build_client_state",
+    "decode_answers",
     "derive_process_id",
     "ensure_internal_topics",
     "explain",

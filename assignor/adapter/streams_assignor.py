@@ -29,9 +29,9 @@ from aiokafka.coordinator.protocol import (
     ConsumerProtocolMemberMetadata,
 )
 
-from assignor.adapter.answer_structs import (
+from assignor.adapter.answer_bytes import (
     CONSUMER_PROTOCOL_VERSION,
-    answer_structs,
+    answer_bytes,
     error_assignments,
 )
 from assignor.adapter.assign_time_offsets import install_assign_time_refresh
@@ -65,8 +65,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: Most one-partition answer lists a leader keeps between rebalances (all dropped beyond it).
-_MAX_KEPT_LISTINGS = 20_000
+#: Most one-partition answer heads a leader keeps between rebalances (all dropped beyond it).
+_MAX_KEPT_HEADS = 20_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,8 +146,8 @@ class StreamsPartitionAssignor:
         self._pending_memory: LeaderMemory | None = None
         #: the task plan and end sums of this consumer's last assign(), for the next one
         self._leader_cache = LeaderCache()
-        #: one-partition members' answer lists, by partition, kept from one assign() to the next
-        self._listings: dict[TopicPartition, list[tuple[str, list[int]]]] = {}
+        #: one-partition members' answer heads, by partition, kept from one assign() to the next
+        self._heads: dict[TopicPartition, bytes] = {}
 
     def bind(self, consumer: object) -> None:
         """Tell the assignor its consumer, so that follow-up rebalances can be triggered and,
@@ -204,11 +204,16 @@ class StreamsPartitionAssignor:
 
     def assign(
         self, cluster: Any, members: Mapping[str, ConsumerProtocolMemberMetadata]
-    ) -> dict[str, ConsumerProtocolMemberAssignment]:
+    ) -> dict[str, bytes]:
         """The leader's decision. Never raises: a failure answers every member with an error.
 
+        The answers are aiokafka's encoded ``ConsumerProtocolMemberAssignment`` bytes
+        (``assignor.adapter.answer_bytes``): aiokafka sends bytes as they are, where it would
+        otherwise encode every member's struct again on the event loop after this returns.
+        ``assignor.decode_answers`` reads them back as structs.
+
         The collector stays paused until the answers are built, not only while the pipeline
-        runs: building 2,000 answer structs with it on cost several of its passes over the
+        runs: building 2,000 answers with it on cost several of its passes over the
         whole heap (a third of ``assign()``'s own share at ManyThreadsPerClient).
         """
         with collector_paused():
@@ -216,7 +221,7 @@ class StreamsPartitionAssignor:
 
     def _assign(
         self, cluster: Any, members: Mapping[str, ConsumerProtocolMemberMetadata]
-    ) -> dict[str, ConsumerProtocolMemberAssignment]:
+    ) -> dict[str, bytes]:
         began = time.perf_counter()
         metrics = self.process._metrics
         config = self.process._leader_input_config()
@@ -230,9 +235,9 @@ class StreamsPartitionAssignor:
             metrics.assign_timed(time.perf_counter() - began)
             metrics.add(assign_errors=1)
             return error_assignments(members, f"{type(exc).__name__}: {exc}")
-        if len(self._listings) > _MAX_KEPT_LISTINGS:
-            self._listings.clear()
-        answers = answer_structs(members, result.members, self._listings)
+        if len(self._heads) > _MAX_KEPT_HEADS:
+            self._heads.clear()
+        answers = answer_bytes(members, result.members, self._heads)
         elapsed = (time.perf_counter() - began) * 1000
         self.last_leader = LeaderRecord(group, result, elapsed)
         self._pending_memory = result.memory

@@ -18,7 +18,8 @@ its own consumers; that is what stays real here:
 - a sample of members (``sample``) reads the full answer, timed: the members' own cost
   (``metadata()`` + ``on_assignment()``) is the mean over that sample.
 
-Timed: the leader's ``assign()`` only, as in ``drivers.rebalance``. Printed beside it: the
+Timed: the leader's ``assign()`` and aiokafka's encoding of its answers
+(``drivers.sync_group_answers``), as in ``drivers.rebalance``. Printed beside it: the
 JoinGroup/SyncGroup bytes of every member and the worker's peak resident memory.
 """
 
@@ -96,22 +97,22 @@ def leader_rebalance(
     started = clock()
     if steps:  # wrapped steps cost a little: this run's assign_ms is not a figure
         with timed_steps() as spent:
-            answers = leader.assign(cluster, decoded)
+            answers = dict(drivers.sync_group_answers(leader.assign(cluster, decoded)))
     else:
-        answers = leader.assign(cluster, decoded)
+        answers = dict(drivers.sync_group_answers(leader.assign(cluster, decoded)))
     assign_s = clock() - started
     peak = None
     if trace:
         peak = tracemalloc.get_traced_memory()[1] / 2**20
         tracemalloc.stop()
-    sync_bytes = [len(answers[mid].encode()) for mid, _, _ in members]
+    sync_bytes = [len(answers[mid]) for mid, _, _ in members]
     decided = leader.last_leader.result
     error = "" if decided.error.value == 0 else f"{decided.error.name}: {decided.detail}"
 
     full = len(leader_members) + sample
     for i, (mid, assignor, _) in enumerate(members):
         if i < full:
-            data = answers[mid].encode()
+            data = answers[mid]
             began = clock()
             assignor.on_assignment(ConsumerProtocol.ASSIGNMENT.decode(data))
             member_s += clock() - began

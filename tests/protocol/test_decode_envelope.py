@@ -102,7 +102,7 @@ def test_an_enveloped_assignment_prints_as_assign_prints_the_member(
 ) -> None:
     """One view for both CLIs: the bytes a member receives, enveloped as aiokafka sends them,
     decode to the fields ``python -m assignor assign`` prints for that member."""
-    from assignor.adapter.answer_structs import topic_listing as _by_topic
+    from assignor.adapter.answer_bytes import topic_listing as _by_topic
     from assignor.cli.group_input import read_group
     from assignor.cli.render import member_to_data
     from assignor.leader.pipeline import assign_group

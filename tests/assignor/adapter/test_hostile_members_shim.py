@@ -22,7 +22,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from assignor import StreamsPartitionAssignor, StreamsProcess
+from assignor import StreamsPartitionAssignor, StreamsProcess, decode_answers
 from assignor.config import AssignorConfig
 from protocol.codec import LATEST_VERSION
 from protocol.errors import AssignorError
@@ -185,12 +185,12 @@ def test_the_leader_keeps_its_memory_only_for_generations_that_reached_it() -> N
             "b": ConsumerProtocolMemberMetadata.decode(clone.metadata(topics).encode()),
         }
 
-    answers = leader.assign(CLUSTER, join())
+    answers = decode_answers(leader.assign(CLUSTER, join()))
     assert original.leader_memory == LeaderMemory()  # the sync has not answered yet
     join()  # ... and never does: a new join starts; an old answer arriving late changes nothing
     leader.on_assignment(answers["a"])
     assert original.leader_memory == LeaderMemory()
-    answers = leader.assign(CLUSTER, join())
+    answers = decode_answers(leader.assign(CLUSTER, join()))
     leader.on_assignment(answers["a"])  # this generation reached the leader: it counts
     pid = ProcessId.for_int(1)
     assert original.leader_memory.endpoints == {pid: HostInfo("app-1", 9001)}

@@ -21,7 +21,7 @@ from aiokafka.coordinator.protocol import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assignor import StreamsPartitionAssignor, StreamsProcess, derive_process_id
+from assignor import StreamsPartitionAssignor, StreamsProcess, decode_answers, derive_process_id
 from assignor.config import AssignorConfig
 from assignor.leader.model import GroupInput, MemberSubscription
 from assignor.leader.pipeline import assign_group
@@ -66,7 +66,7 @@ def _rebalance(
         for member, a in assignors.items()
     }
     metadata.update(extra or {})
-    answers = assignors[leader].assign(_cluster(counts), metadata)
+    answers = decode_answers(assignors[leader].assign(_cluster(counts), metadata))
     assert set(answers) == set(metadata)
     decoded = {m: ConsumerProtocolMemberAssignment.decode(a.encode()) for m, a in answers.items()}
     for member, assignor in assignors.items():
@@ -181,7 +181,7 @@ def test_assign_never_raises() -> None:
     assignors = _group(processes, [1])
     broken = SimpleNamespace(partitions_for_topic=lambda t: 1 / 0)
     meta = ConsumerProtocolMemberMetadata(0, ["orders"], b"")
-    answers = assignors["m0-0"].assign(broken, {"a": meta, "b": meta})
+    answers = decode_answers(assignors["m0-0"].assign(broken, {"a": meta, "b": meta}))
     for answer in answers.values():
         info = Codec(1).decode_assignment(answer.user_data)
         assert info.error_code is AssignorError.ASSIGNMENT_ERROR  # type: ignore[union-attr]
@@ -365,7 +365,7 @@ def test_the_collector_is_held_off_during_assign_and_restored(
     )
     (gc.enable if enabled_before else gc.disable)()
     try:
-        answers = assignors["m0-0"].assign(cluster, {"m0-0": meta})
+        answers = decode_answers(assignors["m0-0"].assign(cluster, {"m0-0": meta}))
         assert gc.isenabled() is enabled_before
     finally:
         gc.enable()

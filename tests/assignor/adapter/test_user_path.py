@@ -23,6 +23,7 @@ from assignor import (
     RebalanceMetrics,
     StreamsPartitionAssignor,
     StreamsProcess,
+    decode_answers,
 )
 from assignor.config import AssignorConfig
 from assignor.member import MemberAssignment
@@ -257,7 +258,7 @@ def test_metrics_count_rebalances_moves_warmups_probing_and_errors() -> None:
     leader = alone["m0-0"]
     meta = ConsumerProtocolMemberMetadata(0, ["orders"], b"")
     broken = SimpleNamespace(partitions_for_topic=lambda t: 1 / 0)
-    answers = leader.assign(broken, {"m0-0": meta})
+    answers = decode_answers(leader.assign(broken, {"m0-0": meta}))
     leader.on_assignment(ConsumerProtocolMemberAssignment.decode(answers["m0-0"].encode()))
     failed = first.metrics()
     assert failed.assign_errors == 1 and failed.assignment_errors == 1 and failed.errors == 2
