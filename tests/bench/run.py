@@ -62,7 +62,7 @@ from tests.bench.framework import (  # noqa: E402
 STEP_COLUMNS = (
     "1 decode subscriptions", "1b screen members (clones, versions)", "2-3 plan tasks",
     "4a client states (lags)", "4b task assignor (HA)", "5 tasks to threads", "6a host maps",
-    "6b encode answers", "adapter (answer structs, summary, metrics)",
+    "6b encode answers", "adapter (answer bytes, summary, metrics)",
     "gc pauses (inside the steps)", "assign() total",
 )
 KAFKA_VERSION = "4.1.2"  # tests/conformance/pom.xml

@@ -7,7 +7,7 @@ steps where ``assignor.leader.pipeline``, its ``cache`` and ``thread_cache`` and
 ``assignor.adapter.streams_assignor`` call them
 (the functions themselves are untouched) and adds up, per step, the wall time spent inside,
 plus the garbage collector's pauses (``gc.callbacks``), which land in whatever step allocates.
-``adapter`` is what is left of ``assign()``: building aiokafka's answer structs and the
+``adapter`` is what is left of ``assign()``: writing aiokafka's answer bytes and the
 rebalance summary.
 """
 
@@ -88,7 +88,7 @@ def timed_steps() -> Iterator[dict[str, float]]:
         inside = spent.get("pipeline", 0.0)
         named = sum(v for k, v in spent.items() if k[0].isdigit())
         spent["pipeline, other"] = inside - named
-        spent["adapter (answer structs, summary, metrics)"] = total - inside
+        spent["adapter (answer bytes, summary, metrics)"] = total - inside
         spent.pop("pipeline", None)
         for key in spent:
             spent[key] *= 1000
