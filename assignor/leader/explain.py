@@ -109,19 +109,27 @@ def summarize(result: LeaderResult, config: AssignorConfig) -> RebalanceSummary 
     # Whole-set operations only: a set's elements keep their hashes, so nothing here calls
     # ``TaskId.__hash__`` (a Python function) per task. A task reported running by two clients
     # counts as the first one's, as the pipeline's client order has them.
-    reported: set[TaskId] = set()
-    first_owner: dict[ProcessId, frozenset[TaskId]] = {}
-    for pid, client in result.clients_before.items():
-        mine = client.previous_active - reported
-        first_owner[pid] = mine
-        reported |= mine
+    before = result.clients_before
+    first_owner: dict[ProcessId, frozenset[TaskId]] = {
+        pid: client.previous_active for pid, client in before.items()
+    }
+    reported: set[TaskId] = set().union(*first_owner.values())
+    if len(reported) != sum(map(len, first_owner.values())):  # a task reported twice
+        reported.clear()
+        for pid, client in before.items():
+            mine = client.previous_active - reported
+            first_owner[pid] = mine
+            reported |= mine
     moved: list[TaskId] = []
     placed = 0
     standing: list[frozenset[TaskId]] = []  # each client's standbys that are not warm-ups
     for pid, client in assignment.clients.items():
-        active = client.active
-        placed += len(active - reported)
-        moved.extend((active & reported) - first_owner.get(pid, _NO_TASKS))
+        # Its actives it did not run before (few after the first rebalance): those someone
+        # else ran moved, the rest are newly placed (``first_owner`` is within ``reported``).
+        new = client.active - first_owner.get(pid, _NO_TASKS)
+        came = new & reported
+        moved.extend(came)
+        placed += len(new) - len(came)
         warm = assignment.warmups.get(pid)
         standing.append(client.standby - warm if warm else client.standby)
     wanted = config.num_standby_replicas
