@@ -129,7 +129,7 @@ async def _stream_group(
         decoded = {m: ConsumerProtocolMemberMetadata.decode(data) for m, data in seen.items()}
         answers = assignors[0].assign(cluster, decoded)
         order.extend(seen)
-        return {m: a.encode() for m, a in answers.items()}
+        return dict(answers)  # already the bytes aiokafka sends
 
     outcome = await rebalance(bootstrap, group, metadata, assign)
     received: dict[str, bytes] = {}
