@@ -124,3 +124,16 @@ def test_drawn_results_are_aiokafkas_bytes_for_the_same_listing() -> None:
         answer = _answer_bytes({"m": _metadata()}, {"m": result})["m"]
         assert answer == _aiokafka_bytes(listing, user_data)
         assert decode_answers({"m": answer})["m"].assignment == listing
+
+
+def test_aiokafka_sends_bytes_answers_as_they_are() -> None:
+    """Why the answers are bytes: aiokafka's leader encodes only answers that are not bytes
+    yet (``_on_join_leader``); an aiokafka that stopped doing so would fail here, not on the
+    wire."""
+    import inspect
+
+    from aiokafka.consumer.group_coordinator import CoordinatorGroupRebalance
+
+    source = inspect.getsource(CoordinatorGroupRebalance._on_join_leader)
+    assert "if not isinstance(assignment, bytes):" in source
+    assert "assignment = assignment.encode()" in source
