@@ -89,8 +89,9 @@ def read_decision(
     restore = 0
     before = previous.active_process() if previous is not None else {}
     for task, process in ownership.active_process().items():
-        end = state.end_of(task)
-        if end is not None and before.get(task) != process:
+        # a task that stays on its process restores nothing: asked first, since in a probing
+        # round nearly every task stays (the changelog's end is a second lookup per task)
+        if before.get(task) != process and (end := state.end_of(task)) is not None:
             restore += int(max(0.0, end - (state.position(process, task) or 0.0)))
     return Decision(
         generation=generation,

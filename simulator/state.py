@@ -39,7 +39,7 @@ from protocol.ids import TaskId, TopicPartition
 from simulator.end_offsets import ChangelogPlan, EndOffsetsSnapshot, split_ends
 from simulator.scenarios import StateDynamics
 from simulator.state_cleaner import StateCleaner
-from simulator.state_scan import ProcessPart, Scan, ThreadTasks
+from simulator.state_scan import ProcessPart, Scan, ThreadTasks, follow_standbys
 
 #: Positions within this many records of the end count as caught up (float rounding).
 _EPSILON = 1e-6
@@ -276,8 +276,9 @@ class StateModel:
         self._clean(process)
         cached = self._sums.get(process)
         if cached is None or cached[0] != self._disk_version:
-            ids = self.tasks
-            sums = {ids[i]: int(x) for i, x in self._disk.get(process, {}).items()}
+            disk = self._disk.get(process, {})  # (rebuilt each rebalance: built in C)
+            keys = map(self.tasks.__getitem__, disk)
+            sums = dict(zip(keys, map(int, disk.values()), strict=True))
             cached = self._sums[process] = (self._disk_version, sums)
         return MappingProxyType(cached[1])
 
@@ -475,25 +476,18 @@ class StateModel:
                 self.restored += gained
         written = dynamics.write_rate * step
         self._ends_moved += 1
-        for i in scan.grow:
-            ends[i] += written  # type: ignore[operator]  # stateful tasks only
-        for disk, i in scan.follow:
-            disk[i] = ends[i]  # type: ignore[assignment]
+        follow = scan.follow
+        if len(follow) == len(scan.grow):  # (``grow``: each of ``follow``'s tasks once)
+            for disk, i in follow:  # each processed once: its end and store move together
+                disk[i] = ends[i] = ends[i] + written  # type: ignore[operator]
+        else:  # a task processed twice (a violation) grows once, and both its stores follow
+            for i in scan.grow:
+                ends[i] += written  # type: ignore[operator]  # stateful tasks only
+            for disk, i in follow:
+                disk[i] = ends[i]  # type: ignore[assignment]
         reach, trail = dynamics.restore_rate * step, dynamics.standby_trail
-        replayed = self.standby_replayed
-        for disk, i in scan.standby:
-            before = disk.get(i, 0.0)
-            # min(before + reach, max(before, end - trail)), as comparisons (same floats;
-            # the builtins' calls were most of this loop)
-            target = ends[i] - trail  # type: ignore[operator]  # stateful tasks only
-            if not target > before:
-                target = before
-            after = before + reach
-            if target < after:
-                after = target
-            disk[i] = after
-            replayed += after - before
-        self.standby_replayed = replayed
+        self.standby_replayed = follow_standbys(scan.standby, ends, reach, trail,
+                                                self.standby_replayed)
 
 
 __all__ = ["StateModel"]

@@ -6,6 +6,7 @@ plain records its integration loops walk (task indices, not ``TaskId``s), used b
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 
@@ -48,3 +49,29 @@ class ThreadTasks:
     active: tuple[int, ...] = ()
     standby: tuple[int, ...] = ()
     running: bool = False
+
+
+def follow_standbys(
+    standby: list[tuple[dict[int, float], int]],
+    ends: Sequence[float | None],
+    reach: float,
+    trail: float,
+    replayed: float,
+) -> float:
+    """One constant-rate segment of the standbys (``StateModel._segment``): each store moves to
+    ``min(before + reach, max(before, end - trail))``; returns ``replayed`` plus what they
+    replayed, summed in their order. Written as comparisons (the same floats: the builtins'
+    calls were most of this loop); at or past ``end - trail`` a store stays and replays
+    nothing (``reach >= 0``), one comparison in all."""
+    for disk, i in standby:
+        before = disk.get(i, 0.0)
+        after = ends[i] - trail  # type: ignore[operator]  # stateful tasks only
+        if after > before:
+            reached = before + reach
+            if not after < reached:
+                after = reached
+            replayed += after - before
+        else:
+            after = before
+        disk[i] = after
+    return replayed

@@ -179,3 +179,28 @@ def test_assigned_tasks_are_found_by_rank_by_name_and_without_a_kept_rank() -> N
         for form in (list, iter):
             state.assign("a", 0, form(given), form([]))
             assert state._threads["a"][0].active == indices
+
+
+def test_a_task_processed_on_two_processes_grows_once_and_both_stores_follow() -> None:
+    state = model()
+    state.add_process("a", {T0: 0, T1: 0})
+    state.add_process("b", {T0: 0})
+    state.assign("a", 0, [T0, T1], [])
+    state.assign("b", 0, [T0], [])  # a violation: T0 active twice
+    state.advance(10.0)
+    assert state.end == {T0: 1100.0, T1: 1100.0}
+    assert state.disk == {"a": {T0: 1100.0, T1: 1100.0}, "b": {T0: 1100.0}}
+
+
+def test_a_standby_at_or_past_the_trail_stays_and_replays_nothing() -> None:
+    state = model((T0,))
+    state.add_process("a")  # nothing on disk: its active restores, the end stands still
+    state.add_process("b", {T0: 0})  # a store at the end, past end - trail
+    state.assign("a", 0, [T0], [])
+    state.assign("b", 0, [], [T0])
+    state.advance(5.0)
+    assert state.disk["b"][T0] == 1000.0
+    assert state.standby_replayed == 0.0
+    state.advance(15.0)  # caught up at 10 s, then 5 s of growth: the standby trails again
+    assert state.disk["b"][T0] == 1045.0
+    assert state.standby_replayed == 45.0
