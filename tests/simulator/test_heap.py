@@ -92,16 +92,16 @@ def test_the_bodys_own_cycles_are_freed_when_it_ends() -> None:
     assert dead() is None
 
 
-def test_young_collections_are_rarer_inside_and_the_thresholds_restored_after() -> None:
+def test_young_and_middle_collections_are_rarer_inside_and_thresholds_restored() -> None:
     before = gc.get_threshold()
     try:
         gc.set_threshold(700, 10, 10)
         with older_heap_frozen():
-            assert gc.get_threshold() == (heap.YOUNG_THRESHOLD, 10, 10)
+            assert gc.get_threshold() == (heap.YOUNG_THRESHOLD, heap.MIDDLE_THRESHOLD, 10)
         assert gc.get_threshold() == (700, 10, 10)
-        gc.set_threshold(10**6, 5, 5)  # a caller's higher threshold is not lowered
+        gc.set_threshold(10**6, 500, 5)  # a caller's higher thresholds are not lowered
         with older_heap_frozen():
-            assert gc.get_threshold() == (10**6, 5, 5)
-        assert gc.get_threshold() == (10**6, 5, 5)
+            assert gc.get_threshold() == (10**6, 500, 5)
+        assert gc.get_threshold() == (10**6, 500, 5)
     finally:
         gc.set_threshold(*before)
