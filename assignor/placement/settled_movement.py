@@ -45,9 +45,16 @@ warm-ups, the budget and the counts.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import repeat
+from operator import is_, itemgetter
+from typing import cast
 
 from assignor.placement.caught_up import Budget, CaughtUp
 from assignor.placement.workspace import Workspace
+
+_FIRST = itemgetter(0)
+_SECOND = itemgetter(1)
+_UNKNOWN: list[int] = []  # a look-up's "not recorded": compared by identity only
 
 
 def settled_active_movements(
@@ -61,30 +68,45 @@ def settled_active_movements(
     """Kafka's active movements in ``order`` without the queue (the module's point 4), if no
     poll can depend on its layout; ``False`` (nothing changed) otherwise."""
     standby = ws.standby
-    plan: list[tuple[int, int, list[int], int | None]] = []
+    ordered = list(map(moves.__getitem__, order))
+    tasks = list(map(_FIRST, ordered))
     known = caught.known
-    for head in order:
-        task, destination = moves[head]
-        candidates = known[task] if task in known else caught.candidates(task)
-        if candidates is None:
-            return False  # most clients are caught up: the queue's order decides
-        holder: int | None = None
-        for c in candidates:
-            if task in standby[c]:
-                if holder is not None:
-                    return False  # two caught-up standbys: the first poll may go either way
-                holder = c
-        plan.append((task, destination, candidates, holder))
+    plan = list(map(known.get, tasks, repeat(_UNKNOWN)))
+    if any(map(is_, plan, repeat(_UNKNOWN))):  # not recorded with the lags: ask
+        plan = [known[t] if t in known else caught.candidates(t) for t in tasks]
+    if None in plan:
+        return False  # most clients are caught up on some task: the queue's order decides
+    candidate_lists = cast(list[list[int]], plan)
+    holders: list[int | None] | None = None
+    if any(standby):  # (no client holds a standby, as without replicas: no holder to find)
+        holders = []
+        for task, candidates in zip(tasks, candidate_lists, strict=True):
+            holder: int | None = None
+            for c in candidates:
+                if task in standby[c]:
+                    if holder is not None:
+                        return False  # two caught-up standbys: the first poll may go either way
+                    holder = c
+            holders.append(holder)
 
-    # Kafka's four kinds of move, with the loads kept current in place (the lightest-candidate
-    # picks read them) and no check that a client already holds the task: the plan says so.
+    # Kafka's four kinds of move. Only the counts are kept current in place (the lightest-
+    # candidate picks compare (load, client) as the keys do); the keys of every client a move
+    # touched are rebuilt from them at the end. No check that a client already holds the task:
+    # the plan says so.
     active = ws.active
     count = ws.count
     capacity = ws.capacity
-    keys = ws.keys
     left = budget.left
-    changed: set[int] = set()
-    for task, destination, candidates, holder in plan:
+    sources: list[int] = []
+    add_source = sources.append
+    cold: list[int] = []  # destinations that kept no warm-up
+    for task, destination, candidates, holder in zip(
+        tasks,
+        map(_SECOND, ordered),
+        candidate_lists,
+        holders if holders is not None else repeat(None),
+        strict=False,  # (``repeat`` is endless: the three lists have one entry per move)
+    ):
         if holder is None and not candidates:
             source = caught.source_for_active(task, destination)
             if task in standby[source]:
@@ -94,8 +116,7 @@ def settled_active_movements(
             active[holder].add(task)
             active[destination].remove(task)
             standby[destination].add(task)
-            changed.add(holder)
-            changed.add(destination)
+            add_source(holder)
             continue
         if not candidates:
             pass  # ``source`` is the most caught-up client, holding no standby of the task
@@ -103,28 +124,37 @@ def settled_active_movements(
             source = candidates[0]
         elif len(candidates) == 2:
             first, second = candidates
-            source = first if keys[first] < keys[second] else second
+            first_load = count[first] / capacity[first]
+            second_load = count[second] / capacity[second]
+            if first_load < second_load or (first_load == second_load and first < second):
+                source = first
+            else:
+                source = second
         else:
-            source = min(candidates, key=keys.__getitem__)
+            source = min(candidates, key=lambda c: (count[c] / capacity[c], c))
         active[source].add(task)
-        n = count[source] + 1
-        count[source] = n
-        keys[source] = (n / capacity[source], source)
+        count[source] += 1
         active[destination].remove(task)
-        if destination not in warmups:  # (``setdefault`` would build a set per move)
-            warmups[destination] = set()
         if left > 0:  # ``budget.take()``: the destination keeps a warm-up standby
             standby[destination].add(task)
-            warmups[destination].add(task)
+            warm = warmups.get(destination)
+            if warm is None:
+                warmups[destination] = {task}
+            else:
+                warm.add(task)
         else:
-            n = count[destination] - 1
-            count[destination] = n
-            keys[destination] = (n / capacity[destination], destination)
+            count[destination] -= 1
+            cold.append(destination)
         left -= 1
-        changed.add(source)
-        changed.add(destination)
+        add_source(source)
     budget.left = left
-    ws.touched.extend(sorted(changed))  # keys replaced while no queue looked
+    for destination in set(cold).difference(warmups):
+        warmups[destination] = set()  # Kafka's ``computeIfAbsent``: an empty warm-up set
+    changed = sorted(set(sources).union(map(_SECOND, ordered)))
+    keys = ws.keys
+    for client in changed:
+        keys[client] = (count[client] / capacity[client], client)
+    ws.touched.extend(changed)  # keys replaced while no queue looked
     return True
 
 
