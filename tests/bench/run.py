@@ -155,9 +155,12 @@ def peer_grid(
     section = report.add(
         Section(
             "Peer grid: ours vs Faust and aiokafka, through aiokafka's interface",
-            "Leader `assign()` ms, median (min-max) of interleaved warm runs, each run a fresh "
-            "group: **first** rebalance, then the **second** after one instance (its T "
-            "consumers) leaves. Ratios are medians of paired runs. aiokafka's sticky and "
+            "Leader ms: `assign()` and then aiokafka's `_on_join_leader` encoding each answer "
+            "that is not bytes yet (ours returns bytes; Faust and aiokafka return structs), as "
+            "one figure, since both run on the event loop back to back; median (min-max) of "
+            "interleaved warm runs, each run a fresh group: **first** rebalance, then the "
+            "**second** after one instance (its T consumers) leaves. Ratios are medians of "
+            "paired runs. aiokafka's sticky and "
             "round-robin have no standbys: a s=1 row compares with the s=0 run of the same "
             "point; they run at T=1 only (for them T=2 is just a group of 2C consumers, and "
             "sticky's cost there would take the report's time budget). `x limit` is ours over "
