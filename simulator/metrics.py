@@ -16,13 +16,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
-from operator import attrgetter
 from typing import Any
 
-from protocol.ids import TaskId, TopicPartition
+from protocol.ids import TaskId, TopicPartition, sorted_tasks
 
-#: an unnamed ``TaskId``'s kept (subtopology, partition) rank, ordered as the tasks are
-_RANK = attrgetter("_rank")
 #: A thread of a simulated process: (process name, thread index).
 Thread = tuple[str, int]
 #: A consumer's member id, as the coordinator hands it out.
@@ -60,7 +57,7 @@ class Ownership:
         if owners is None:
             owners = self._views["owners"] = {}
             for member in sorted(self.active, key=lambda m: (self.thread(m), m)):
-                for task in _sorted_tasks(self.active[member]):
+                for task in sorted_tasks(self.active[member]):
                     owners.setdefault(task, []).append(member)
         return owners
 
@@ -83,16 +80,6 @@ class Ownership:
                 for member, tasks in self.standby.items() for task in tasks
             }
         return pairs
-
-
-def _sorted_tasks(tasks: Iterable[TaskId]) -> list[TaskId]:
-    """``sorted(tasks)``: unnamed tasks by their kept int rank, compared in C (every
-    generation's decision sorts every task, and ``TaskId.__lt__`` is a Python call per
-    comparison); a named task (no rank) sorts by the comparisons, which also refuse a mix."""
-    try:
-        return sorted(tasks, key=_RANK)
-    except AttributeError:
-        return sorted(tasks)
 
 
 def held_tasks(

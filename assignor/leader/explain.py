@@ -12,13 +12,12 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import chain
-from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from assignor.config import AssignorConfig
 from assignor.placement.client_state import ClientState
 from assignor.placement.lags import is_caught_up
-from protocol.ids import ProcessId, TaskId, task_order
+from protocol.ids import ProcessId, TaskId, sorted_tasks
 from protocol.messages import LATEST_OFFSET, UNKNOWN_OFFSET_SUM
 
 if TYPE_CHECKING:  # the pipeline imports this module to log its decisions
@@ -138,7 +137,7 @@ def summarize(result: LeaderResult, config: AssignorConfig) -> RebalanceSummary 
         assignor=result.assignor,
         tasks=len(layout.tasks),
         clients=len(assignment.clients),
-        moved=_sorted_tasks(moved),
+        moved=tuple(sorted_tasks(moved)),
         placed=placed,
         warmups=sum(len(w) for w in assignment.warmups.values()),
         probing=assignment.probing_rebalance_needed,
@@ -148,16 +147,6 @@ def summarize(result: LeaderResult, config: AssignorConfig) -> RebalanceSummary 
 
 
 _NO_TASKS: frozenset[TaskId] = frozenset()
-_RANK = attrgetter("_rank")  # unnamed tasks only: Kafka's task order as one int (protocol.ids)
-
-
-def _sorted_tasks(tasks: list[TaskId]) -> tuple[TaskId, ...]:
-    """``tasks`` in ``task_order``: by their int rank, read in C, when all are unnamed (3,000
-    moved at 6,000 x 2), else one ``task_order`` key per task, compared in C."""
-    try:
-        return tuple(sorted(tasks, key=_RANK))
-    except AttributeError:
-        return tuple(sorted(tasks, key=task_order))
 
 
 def _standby_shortfalls(

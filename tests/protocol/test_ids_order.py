@@ -15,6 +15,8 @@ from protocol.ids import (
     TaskId,
     TopicPartition,
     java_string_key,
+    sorted_tasks,
+    task_order,
     trusted_model,
     trusted_task_id,
     trusted_topic_partition,
@@ -263,3 +265,22 @@ def test_trusted_models_share_a_fields_set_that_copies_leave_alone() -> None:
     partial = trusted_model(HostInfo, {"host": "h"})
     assert partial.model_fields_set == {"host"}
     assert trusted_model(HostInfo, {"host": "h", "port": 1}).model_fields_set == {"host", "port"}
+
+
+_task_numbers = st.tuples(st.integers(0, 2**31 - 1), st.integers(0, 2**31 - 1))
+
+
+@given(st.sets(_task_numbers, max_size=30), st.sampled_from([None, "a", "b_c"]))
+def test_sorted_tasks_is_the_task_order(
+    numbers: set[tuple[int, int]], topology: str | None
+) -> None:
+    """The rank shortcut (unnamed) and the key fallback (named) both give Kafka's order."""
+    tasks = [TaskId(subtopology=s, partition=p, topology=topology) for s, p in numbers]
+    assert sorted_tasks(tasks) == sorted(tasks)
+    assert sorted_tasks(set(tasks)) == sorted(tasks, key=task_order)
+
+
+def test_sorted_tasks_orders_a_mix_unnamed_first() -> None:
+    named = TaskId(subtopology=0, partition=0, topology="x")
+    unnamed = TaskId(subtopology=5, partition=5)
+    assert sorted_tasks([named, unnamed]) == [unnamed, named]
