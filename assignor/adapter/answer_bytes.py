@@ -108,9 +108,12 @@ def answer_bytes(
     return cast(dict[str, bytes], answers)
 
 
-def listing_head(listing: Iterable[tuple[str, Sequence[int]]]) -> bytes:
+def listing_head(
+    listing: Iterable[tuple[str, Sequence[int]]], version: int = CONSUMER_PROTOCOL_VERSION
+) -> bytes:
     """The schema's bytes up to the user data: version, then each topic's name and partitions
-    (Int32 count, then Int32s), in the listing's order."""
+    (Int32 count, then Int32s), in the listing's order. The simulator's shim writes every
+    assignor's answers with it too (``simulator.shim.consumer_bytes``)."""
     parts = [b""]
     for topic, numbers in listing:
         name = _names.get(topic)
@@ -128,7 +131,7 @@ def listing_head(listing: Iterable[tuple[str, Sequence[int]]]) -> bytes:
             layout = _arrays[count] = struct.Struct(f">{count}i")
         parts.append(name)
         parts.append(layout.pack(count - 1, *numbers))
-    parts[0] = _HEAD.pack(CONSUMER_PROTOCOL_VERSION, len(parts) // 2)
+    parts[0] = _HEAD.pack(version, len(parts) // 2)
     return b"".join(parts)
 
 

@@ -29,6 +29,8 @@ from aiokafka.coordinator.protocol import (
     ConsumerProtocolMemberMetadata,
 )
 
+from assignor.adapter.answer_bytes import listing_head
+
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
 _HEAD = struct.Struct(">hi")  # version, then the first array's length
@@ -37,9 +39,6 @@ _headers: dict[tuple[int, tuple[str, ...]], bytes] = {}
 #: ``Struct(">{n}i")`` by ``n``: one dict look-up per topic instead of formatting the layout's
 #: text and finding it in ``struct``'s own cache (a partition array's length repeats)
 _arrays: dict[int, struct.Struct] = {}
-#: a topic's name as the assignment writes it (length, UTF-8), by name: every member's
-#: assignment names the same few topics
-_names: dict[str, bytes] = {}
 
 
 def _ints(count: int) -> struct.Struct:
@@ -99,23 +98,11 @@ def _encode_assignment(assignment: Any) -> bytes:
     fields = assignment.__dict__ if type(assignment) is ConsumerProtocolMemberAssignment else None
     if fields is None or fields["assignment"] is None or fields["user_data"] is None:
         return bytes(assignment.encode())
-    topics = fields["assignment"]
-    parts = [_INT16.pack(fields["version"]), _INT32.pack(len(topics))]
-    for topic, partitions in topics:
-        if partitions is None:
-            return bytes(assignment.encode())
-        name = _names.get(topic) if type(topic) is str else None
-        if name is None:
-            name = _string(topic)
-            if type(topic) is str and len(_names) < _HEADER_CACHE_LIMIT:
-                _names[topic] = name
-        parts.append(name)
-        parts.append(_INT32.pack(len(partitions)))
-        parts.append(_ints(len(partitions)).pack(*partitions))
+    # the leader's own writer of this layout (a ``None`` partition list or a value it cannot
+    # pack raises, and ``encode_assignment`` hands the struct to aiokafka)
+    head = listing_head(fields["assignment"], fields["version"])
     user_data = bytes(fields["user_data"])
-    parts.append(_INT32.pack(len(user_data)))
-    parts.append(user_data)
-    return b"".join(parts)
+    return b"".join((head, _INT32.pack(len(user_data)), user_data))
 
 
 #: aiokafka's ``Struct.__init__`` stores each field in ``__dict__`` in its schema's order, one
