@@ -70,6 +70,13 @@ def _app(topology: Topology) -> Any:
     return app
 
 
+def prepare_app(topology: Topology) -> None:
+    """Build and keep ``topology``'s app now: an executor that forks a child per batch
+    (:mod:`simulator.spark.forked`) builds it once, before the fork, rather than in every
+    child, whose heap (and cache) dies with it."""
+    _app(topology)
+
+
 def faust_assignor(topology: Topology, worker: str, replicas: int) -> Any:
     """A new ``PartitionAssignor`` for worker ``worker`` (a starting worker's: no history),
     standing ``replicas`` standbys by, as ``table_standby_replicas`` sets."""
@@ -171,6 +178,6 @@ def faust_limits(scenario: Scenario) -> list[str]:
 
 
 __all__ = [
-    "FAUST", "faust_assignor", "faust_limits", "faust_tasks", "faust_topics",
+    "FAUST", "faust_assignor", "faust_limits", "faust_tasks", "faust_topics", "prepare_app",
     "read_faust_assignment",
 ]

@@ -50,6 +50,9 @@ def add_commands(commands: Any) -> None:
                        help="Spark master (default: spark-submit's, else local[*])")
     sweep.add_argument("--batch", type=int, default=MAX_JOBS, metavar="N",
                        help=f"most replays per Spark task (default {MAX_JOBS})")
+    sweep.add_argument("--inline", action="store_true",
+                       help="replay in the executor workers, not in a child forked per batch "
+                            "(also SIMULATOR_INLINE_REPLAYS=1 in the executors' environment)")
     report = commands.add_parser("report", help="rebuild DIR/report from DIR's Parquet")
     report.add_argument("dir", type=Path, metavar="DIR")
     report.add_argument("--master", default=None, metavar="URL")
@@ -84,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
             families=tuple(n for text in args.families for n in _names(text)),
             assignors=tuple(n for text in args.assignors for n in _names(text)),
             scenarios=args.scenarios, seed=args.seed, out=args.out, master=args.master,
-            max_batch=args.batch,
+            max_batch=args.batch, inline=args.inline,
         )
         try:
             result = sweep(options)

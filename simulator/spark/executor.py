@@ -7,6 +7,11 @@ travels to the executors as a zip, :mod:`simulator.spark.session`).
 
 A replay that raises (our bug or a peer's) becomes a scenario row with ``error`` and the command
 that replays it, and the batch goes on: rows out = jobs in, always.
+
+By default the batch replays in a child forked from the warm worker, which the OS frees whole
+(:mod:`simulator.spark.forked`: the counters stay here, a child that dies leaves an error row
+for the job it was on, a memory bound per child); ``sweep --inline``,
+``SIMULATOR_INLINE_REPLAYS=1`` or a platform without ``os.fork`` replay in the worker itself.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from itertools import chain
 from typing import Any, Protocol
 
 from simulator.metrics import RebalanceRow, ScenarioRow, Violation
+from simulator.spark import forked
 from simulator.spark.columns import (
     REBALANCE_COLUMNS,
     SCENARIO_COLUMNS,
@@ -26,6 +32,7 @@ from simulator.spark.columns import (
     row_values,
     to_tuple,
 )
+from simulator.spark.forked import ForkPolicy
 from simulator.spark.mix import Job, job_cost
 
 #: Longest error text kept in a row (a traceback is in the replay, not the table).
@@ -54,16 +61,34 @@ def command_for(family: str, params: dict[str, Any], seed: int, assignor: str) -
     return f"python -m simulator run --family {family} --seed {seed} --assignor {assignor}{extra}"
 
 
+def _keys(job: Job) -> dict[str, Any]:
+    case_id, family, params_json, seed, assignor = job
+    return {"case_id": case_id, "family": family, "assignor": assignor, "seed": seed,
+            "params": params_json}
+
+
+def _failed(values: dict[str, Any], error: str, command: str) -> Bundle:
+    values["error"] = error[:MAX_ERROR_CHARS]
+    values["replay"] = command
+    return to_tuple(SCENARIO_COLUMNS, values), [], []
+
+
+def lost_job(job: Job, cause: str) -> Bundle:
+    """The row of a job whose forked child died while replaying it: its error and replay
+    command, as for a replay that raises."""
+    _, family, params_json, seed, assignor = job
+    return _failed(_keys(job), cause, command_for(family, json.loads(params_json), seed, assignor))
+
+
 def run_job(job: Job) -> Bundle:
     """Generate the job's scenario, replay it and lay the results out as table rows."""
     # imported here: the engine's replay pulls in aiokafka, which the driver never needs
     from simulator.engine import replay, replay_command
     from simulator.families import generate
 
-    case_id, family, params_json, seed, assignor = job
+    _, family, params_json, seed, assignor = job
     params = json.loads(params_json)
-    keys = {"case_id": case_id, "family": family, "assignor": assignor, "seed": seed,
-            "params": params_json}
+    keys = _keys(job)
     command = command_for(family, params, seed, assignor)
     values: dict[str, Any] = dict(keys)
     try:
@@ -73,9 +98,7 @@ def run_job(job: Job) -> Bundle:
         command = replay_command(scenario)
         result = replay(scenario, command=command)
     except Exception as exc:  # a scenario that raises is a finding, not the end of the sweep
-        values["error"] = f"{type(exc).__name__}: {exc}"[:MAX_ERROR_CHARS]
-        values["replay"] = command
-        return to_tuple(SCENARIO_COLUMNS, values), [], []
+        return _failed(values, f"{type(exc).__name__}: {exc}", command)
     values.update({k: v for k, v in row_values(result.summary, ScenarioRow).items()
                    if k not in keys})
     values["replay"] = command
@@ -86,18 +109,25 @@ def run_job(job: Job) -> Bundle:
     return to_tuple(SCENARIO_COLUMNS, values), rebalances, violations
 
 
-def run_batch(done: Counter | None, work: Counter | None,
-              jobs: Iterable[Job]) -> Iterator[Bundle]:
-    """``mapPartitions`` body: every job of the partition, in order, counted as it finishes
-    (``done`` +1, ``work`` + its :func:`~simulator.spark.mix.job_cost`).
+def run_batch(done: Counter | None, work: Counter | None, jobs: Iterable[Job],
+              policy: ForkPolicy | None = None) -> Iterator[Bundle]:
+    """``mapPartitions`` body: every job of the partition, in order, counted here as its rows
+    arrive (``done`` +1, ``work`` + its :func:`~simulator.spark.mix.job_cost`), replayed in a
+    forked child unless ``policy`` (default: :class:`~simulator.spark.forked.ForkPolicy`()) or
+    the platform says inline.
 
     The assignors log a warning per standby they cannot place; thousands of them from every
     worker would bury the progress bar, and the same facts are in the rows (standby coverage),
     so warnings are off in this worker process.
     """
     logging.disable(logging.WARNING)
-    for job in jobs:
-        bundle = run_job(job)
+    policy = policy if policy is not None else ForkPolicy()
+    listed = list(jobs)
+    source: Iterable[Bundle] = map(run_job, listed)
+    if forked.forking(policy):
+        forked.prepare(listed)
+        source = forked.replays(listed, run_job, lost_job, policy)
+    for job, bundle in zip(listed, source, strict=True):  # a row short or over raises
         if done is not None:
             done.add(1)
         if work is not None:
@@ -106,7 +136,8 @@ def run_batch(done: Counter | None, work: Counter | None,
 
 
 def run_batches(done: Counter | None, work: Counter | None, busy: Seconds | None,
-                batches: Iterable[list[Job]]) -> Iterator[Bundle]:
+                batches: Iterable[list[Job]], *,
+                policy: ForkPolicy | None = None) -> Iterator[Bundle]:
     """``mapPartitions`` body when each partition holds whole batches (lists of jobs) rather
     than jobs: the driver parallelizes the batches one per partition, so no shuffle is needed
     to put each batch in its own task (:func:`run_batch` on their jobs, in order).
@@ -116,10 +147,10 @@ def run_batches(done: Counter | None, work: Counter | None, busy: Seconds | None
     the time the cores spent replaying (the rest: Spark between tasks, a core with no task left
     at the end)."""
     began = time.perf_counter()
-    yield from run_batch(done, work, chain.from_iterable(batches))
+    yield from run_batch(done, work, chain.from_iterable(batches), policy)
     if busy is not None:
         busy.add(time.perf_counter() - began)
 
 
-__all__ = ["MAX_ERROR_CHARS", "Bundle", "Counter", "Seconds", "command_for", "run_batch",
-           "run_batches", "run_job"]
+__all__ = ["MAX_ERROR_CHARS", "Bundle", "Counter", "Seconds", "command_for", "lost_job",
+           "run_batch", "run_batches", "run_job"]

@@ -30,13 +30,14 @@ from datetime import UTC, datetime
 from functools import partial
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from pyspark import StorageLevel
+from pyspark import AccumulatorParam, StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from simulator.spark import executor, mix, summary
+from simulator.spark.forked import ForkPolicy
 from simulator.spark.mix import MAX_JOBS
 from simulator.spark.progress import progress
 from simulator.spark.schema import BUNDLE_SCHEMA
@@ -69,6 +70,30 @@ class SweepOptions:
     out: Path = Path("out/simulate")
     master: str | None = None
     max_batch: int = MAX_JOBS
+    #: replay in the executor workers themselves rather than a forked child per batch
+    inline: bool = False
+
+
+class ReplayStats(NamedTuple):
+    """What :func:`run_jobs` measured: the replays' seconds (Spark's job up to the last row
+    counted, the writes aside), the executors' tasks' seconds inside their batches summed, and
+    the forked children (:mod:`simulator.spark.forked`: how many, the largest peak RSS in MB;
+    0 and 0 inline)."""
+
+    replay_s: float
+    busy_s: float
+    children: int
+    child_peak_rss_mb: float
+
+
+class _Largest(AccumulatorParam[int]):
+    """An accumulator that keeps the largest term (a child's peak RSS in KB)."""
+
+    def zero(self, value: int) -> int:
+        return 0
+
+    def addInPlace(self, value1: int, value2: int) -> int:
+        return max(value1, value2)
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,11 +136,10 @@ def _write(frame: DataFrame, path: Path, order: Sequence[str]) -> None:
 
 
 def run_jobs(spark: SparkSession, batches: list[list[mix.Job]], total: int,
-             out: Path) -> tuple[float, float]:
-    """Replay every job in the executors and write the three tables under ``out``; the
-    seconds the replays took (Spark's job up to the last row counted, the writes aside) and
-    the seconds the executors' tasks spent replaying, summed over tasks
-    (:func:`simulator.spark.executor.run_batches`).
+             out: Path, *, inline: bool = False) -> ReplayStats:
+    """Replay every job in the executors (in a forked child per task unless ``inline``) and
+    write the three tables under ``out``; what it measured (:class:`ReplayStats`, the busy
+    seconds from :func:`simulator.spark.executor.run_batches`).
 
     Each batch is one element of a ``parallelize`` of as many slices as batches, so each
     partition (a Spark task) is exactly one batch, in the driver's order: no shuffle (a
@@ -125,10 +149,14 @@ def run_jobs(spark: SparkSession, batches: list[list[mix.Job]], total: int,
     done = sc.accumulator(0)
     work = sc.accumulator(0)
     busy = sc.accumulator(0.0)
+    children = sc.accumulator(0)
+    peak_kb = sc.accumulator(0, _Largest())
+    policy = ForkPolicy(inline=inline, children=children, peak_rss_kb=peak_kb)
     all_work = max(1, sum(mix.job_cost(job) for batch in batches for job in batch))
     jobs = sc.parallelize(batches, max(1, len(batches)))
     bundles = spark.createDataFrame(
-        jobs.mapPartitions(partial(executor.run_batches, done, work, busy)), BUNDLE_SCHEMA
+        jobs.mapPartitions(partial(executor.run_batches, done, work, busy, policy=policy)),
+        BUNDLE_SCHEMA,
     ).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         began = time.monotonic()
@@ -143,7 +171,8 @@ def run_jobs(spark: SparkSession, batches: list[list[mix.Job]], total: int,
             _write(rows_of, out / table, TABLE_ORDER[table])
     finally:
         bundles.unpersist()
-    return replay_s, float(busy.value)
+    return ReplayStats(replay_s, float(busy.value), int(children.value),
+                       round(int(peak_kb.value) / 1024, 1))
 
 
 def command_line(options: SweepOptions, mix_name: str, families: Sequence[str],
@@ -179,7 +208,8 @@ def sweep(options: SweepOptions, spark: SparkSession | None = None) -> SweepResu
               f"{total} replays in {len(batches)} batches on {spark.sparkContext.master}",
               file=sys.stderr)
         replay_started = time.monotonic()
-        replays_only_s, busy_s = run_jobs(spark, batches, total, out)
+        stats = run_jobs(spark, batches, total, out, inline=options.inline)
+        replays_only_s, busy_s = stats.replay_s, stats.busy_s
         replay_s = time.monotonic() - replay_started
         run = {
             "mix": chosen.name,
@@ -199,6 +229,9 @@ def sweep(options: SweepOptions, spark: SparkSession | None = None) -> SweepResu
             "cores_busy_share": (round(busy_s / (replays_only_s * parallelism(spark)), 3)
                                  if replays_only_s > 0 else None),
             "replays_per_s": round(total / replay_s, 2) if replay_s > 0 else None,
+            # forked replay children (0 with --inline) and the largest one's peak RSS
+            "replay_children": stats.children,
+            "replay_child_peak_rss_mb": stats.child_peak_rss_mb,
             "versions": _versions(),
             "machine": _machine(spark),
             "command": command_line(options, chosen.name, families, assignors, count),
@@ -214,4 +247,5 @@ def sweep(options: SweepOptions, spark: SparkSession | None = None) -> SweepResu
     return SweepResult(out, report_dir, result)
 
 
-__all__ = ["RUN_FILE", "SweepError", "SweepOptions", "SweepResult", "run_jobs", "sweep"]
+__all__ = ["RUN_FILE", "ReplayStats", "SweepError", "SweepOptions", "SweepResult", "run_jobs",
+           "sweep"]

@@ -73,7 +73,8 @@ def sweep_once(cores: int, scenarios: int, seed: int = SEED) -> dict[str, float]
     out = Path(tempfile.mkdtemp(prefix="bench-sweep-"))
     try:
         began = time.perf_counter()
-        replay_s, busy_s = run_jobs(spark, batches, total, out)
+        stats = run_jobs(spark, batches, total, out)
+        replay_s, busy_s = stats.replay_s, stats.busy_s
         with_writes_s = time.perf_counter() - began
     finally:
         shutil.rmtree(out, ignore_errors=True)

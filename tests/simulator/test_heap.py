@@ -105,3 +105,15 @@ def test_young_and_middle_collections_are_rarer_inside_and_thresholds_restored()
         assert gc.get_threshold() == (10**6, 500, 5)
     finally:
         gc.set_threshold(*before)
+
+
+def test_a_process_freed_at_exit_replays_without_the_collector_unless_told() -> None:
+    try:
+        heap.freed_at_exit()
+        assert not gc.isenabled()
+        with older_heap_frozen():  # the collector off is a policy it leaves alone
+            assert gc.get_freeze_count() == 0 and not gc.isenabled()
+        heap.freed_at_exit(collect=True)
+        assert gc.isenabled()
+    finally:
+        gc.enable()
