@@ -10,6 +10,10 @@ them again and names the first job whose rows differ. Not a pytest test: the set
     .venv/bin/python tests/bench/rows_check.py compare /tmp/rows.jsonl [ASSIGNOR]
 
 ``compare`` with an assignor replays only that assignor's jobs (a change that touches one peer).
+``--forked`` (either mode) replays the jobs as a sweep's executor does by default, in forked
+children (``simulator.spark.forked``), instead of calling ``run_job`` in this process.
+
+    .venv/bin/python tests/bench/rows_check.py compare /tmp/rows.jsonl --forked
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from simulator.families import FAMILIES
 from simulator.spark.columns import REBALANCE_COLUMNS, SCENARIO_COLUMNS, VIOLATION_COLUMNS, Column
-from simulator.spark.executor import run_job
+from simulator.spark.executor import Bundle, run_batch, run_job
+from simulator.spark.forked import ForkPolicy
 from simulator.spark.mix import MIXES, Job, build_cases, default_assignors, jobs
 
 #: Columns that depend on the machine or the wall clock, left out of the comparison.
@@ -48,15 +54,17 @@ def _clean(columns: tuple[Column, ...], row: tuple[Any, ...]) -> dict[str, Any]:
             if not c.name.endswith(WALL) and c.name != "hash_seed"}
 
 
-def rows_of(job: Job) -> dict[str, Any]:
-    """One job's rows without wall-clock fields."""
-    scenario, rebalances, violations = run_job(job)
+def rows_of(job: Job, bundle: Bundle | None = None) -> dict[str, Any]:
+    """One job's rows (``bundle``, or its replay here) without wall-clock fields."""
+    scenario, rebalances, violations = bundle if bundle is not None else run_job(job)
     return {"job": list(job), "scenario": _clean(SCENARIO_COLUMNS, scenario),
             "rebalances": [_clean(REBALANCE_COLUMNS, r) for r in rebalances],
             "violations": [_clean(VIOLATION_COLUMNS, v) for v in violations]}
 
 
 def main(argv: list[str]) -> int:
+    forked = "--forked" in argv
+    argv = [arg for arg in argv if arg != "--forked"]
     if len(argv) not in (2, 3) or argv[0] not in ("dump", "compare"):
         print(__doc__)
         return 2
@@ -75,12 +83,14 @@ def main(argv: list[str]) -> int:
     out: list[str] = []
     began = time.perf_counter()
     bad = 0
-    for index, job in enumerate(selected):
-        if only is not None and job[4] != only:
-            continue
-        t0 = time.perf_counter()
-        got = json.loads(json.dumps(rows_of(job), default=str))
-        spent = time.perf_counter() - t0
+    wanted = [(i, job) for i, job in enumerate(selected) if only is None or job[4] == only]
+    bundles: Iterator[Bundle | None] = (
+        run_batch(None, None, [job for _, job in wanted], ForkPolicy()) if forked
+        else (None for _ in wanted))
+    last = time.perf_counter()
+    for (index, job), bundle in zip(wanted, bundles, strict=True):
+        got = json.loads(json.dumps(rows_of(job, bundle), default=str))
+        spent, last = time.perf_counter() - last, time.perf_counter()
         print(f"{index:4} {spent:7.2f}s {job[1]} {job[2]} {job[4]}", file=sys.stderr, flush=True)
         if mode == "dump":
             out.append(json.dumps(got, sort_keys=True))
