@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 from collections.abc import Iterable, Iterator
 from itertools import chain
@@ -135,9 +136,15 @@ def run_batch(done: Counter | None, work: Counter | None, jobs: Iterable[Job],
         yield bundle
 
 
+def _cpu_s() -> float:
+    """CPU seconds of this process and of the children it has waited for (forked replays)."""
+    times = os.times()
+    return times.user + times.system + times.children_user + times.children_system
+
+
 def run_batches(done: Counter | None, work: Counter | None, busy: Seconds | None,
-                batches: Iterable[list[Job]], *,
-                policy: ForkPolicy | None = None) -> Iterator[Bundle]:
+                batches: Iterable[list[Job]], *, policy: ForkPolicy | None = None,
+                cpu: Seconds | None = None) -> Iterator[Bundle]:
     """``mapPartitions`` body when each partition holds whole batches (lists of jobs) rather
     than jobs: the driver parallelizes the batches one per partition, so no shuffle is needed
     to put each batch in its own task (:func:`run_batch` on their jobs, in order).
@@ -145,11 +152,14 @@ def run_batches(done: Counter | None, work: Counter | None, busy: Seconds | None
     ``busy`` gets the seconds from the task's first job to its last row handed on: summed over
     tasks and divided by the replay phase's wall time x the cluster's cores, it is the share of
     the time the cores spent replaying (the rest: Spark between tasks, a core with no task left
-    at the end)."""
-    began = time.perf_counter()
+    at the end). ``cpu`` gets the CPU seconds the task's worker and its replay children spent
+    over the same span: on a shared machine the wall clock counts other jobs' time too."""
+    began, began_cpu = time.perf_counter(), _cpu_s()
     yield from run_batch(done, work, chain.from_iterable(batches), policy)
     if busy is not None:
         busy.add(time.perf_counter() - began)
+    if cpu is not None:
+        cpu.add(_cpu_s() - began_cpu)
 
 
 __all__ = ["MAX_ERROR_CHARS", "Bundle", "Counter", "Seconds", "command_for", "lost_job",

@@ -78,12 +78,13 @@ class ReplayStats(NamedTuple):
     """What :func:`run_jobs` measured: the replays' seconds (Spark's job up to the last row
     counted, the writes aside), the executors' tasks' seconds inside their batches summed, and
     the forked children (:mod:`simulator.spark.forked`: how many, the largest peak RSS in MB;
-    0 and 0 inline)."""
+    0 and 0 inline), and the CPU seconds of the tasks' workers and children summed."""
 
     replay_s: float
     busy_s: float
     children: int
     child_peak_rss_mb: float
+    cpu_s: float
 
 
 class _Largest(AccumulatorParam[int]):
@@ -149,13 +150,14 @@ def run_jobs(spark: SparkSession, batches: list[list[mix.Job]], total: int,
     done = sc.accumulator(0)
     work = sc.accumulator(0)
     busy = sc.accumulator(0.0)
+    cpu = sc.accumulator(0.0)
     children = sc.accumulator(0)
     peak_kb = sc.accumulator(0, _Largest())
     policy = ForkPolicy(inline=inline, children=children, peak_rss_kb=peak_kb)
     all_work = max(1, sum(mix.job_cost(job) for batch in batches for job in batch))
     jobs = sc.parallelize(batches, max(1, len(batches)))
     bundles = spark.createDataFrame(
-        jobs.mapPartitions(partial(executor.run_batches, done, work, busy, policy=policy)),
+        jobs.mapPartitions(partial(executor.run_batches, done, work, busy, policy=policy, cpu=cpu)),
         BUNDLE_SCHEMA,
     ).persist(StorageLevel.MEMORY_AND_DISK)
     try:
@@ -172,7 +174,7 @@ def run_jobs(spark: SparkSession, batches: list[list[mix.Job]], total: int,
     finally:
         bundles.unpersist()
     return ReplayStats(replay_s, float(busy.value), int(children.value),
-                       round(int(peak_kb.value) / 1024, 1))
+                       round(int(peak_kb.value) / 1024, 1), float(cpu.value))
 
 
 def command_line(options: SweepOptions, mix_name: str, families: Sequence[str],
@@ -232,6 +234,9 @@ def sweep(options: SweepOptions, spark: SparkSession | None = None) -> SweepResu
             # forked replay children (0 with --inline) and the largest one's peak RSS
             "replay_children": stats.children,
             "replay_child_peak_rss_mb": stats.child_peak_rss_mb,
+            # CPU seconds of the executors' tasks (workers and replay children): what a loaded
+            # machine's wall clock cannot tell
+            "replay_cpu_s": round(stats.cpu_s, 1),
             "versions": _versions(),
             "machine": _machine(spark),
             "command": command_line(options, chosen.name, families, assignors, count),

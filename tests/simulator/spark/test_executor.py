@@ -57,12 +57,14 @@ class _Seconds:
         self.calls += 1
 
 
-def test_a_partition_of_batches_replays_every_job_in_order_and_adds_its_busy_time() -> None:
-    done, work, busy = _Count(), _Count(), _Seconds()
+def test_a_partition_of_batches_replays_every_job_in_order_and_adds_its_busy_and_cpu_time(
+) -> None:
+    done, work, busy, cpu = _Count(), _Count(), _Seconds(), _Seconds()
     first = [(0, "scale_in", json.dumps({"processes": 2}), 4, "sticky")]
     second = [(1, "scale_out", json.dumps({"processes": 1}), 5, "roundrobin"),
               (2, "scale_in", json.dumps({"processes": 3}), 6, "high_availability")]
-    bundles = list(executor.run_batches(done, work, busy, [first, second]))
+    bundles = list(executor.run_batches(done, work, busy, [first, second], cpu=cpu))
     assert [_by_name(b[0])["case_id"] for b in bundles] == [0, 1, 2]
     assert done.value == 3 and work.value == sum(mix.job_cost(j) for j in first + second)
     assert busy.calls == 1 and busy.value > 0
+    assert cpu.calls == 1 and cpu.value > 0
