@@ -18,11 +18,11 @@ pytestmark = pytest.mark.spark
 PANDAS_KIND = {"long": "int64", "double": "float64", "string": "object", "boolean": "bool"}
 
 
-def _run(spark: Any, out: Path) -> Any:
+def _run(spark: Any, out: Path, *, inline: bool = False) -> Any:
     from simulator.spark.sweep import SweepOptions, sweep
 
     options = SweepOptions(mix=str(SMALL["mix"]), scenarios=int(SMALL["scenarios"]),
-                           seed=int(SMALL["seed"]), out=out)
+                           seed=int(SMALL["seed"]), out=out, inline=inline)
     return sweep(options, spark)
 
 
@@ -123,7 +123,9 @@ def test_every_file_the_report_references_exists(first: Any) -> None:
     assert header == "assignor,family,seed,case_id,kind,generation,time_s,detail,replay"
     # what the run cost: the replays alone and how busy the cores were, from run.json
     run = json.loads((first.out / "run.json").read_text(encoding="utf-8"))
-    assert run["replay_s"] > 0 and 0 < run["cores_busy_share"] <= 1.5
+    assert run["replay_s"] > 0 and 0 < run["cores_busy_share"] <= 1.5 and run["replay_cpu_s"] > 0
+    # replayed in forked children (one or more per Spark task), each one's peak RSS reported
+    assert run["replay_children"] >= run["batches"] and run["replay_child_peak_rss_mb"] > 0
     assert re.search(r"of which replays [\d.,]+ s with the cores [\d.]+ busy", page)
 
 
@@ -135,11 +137,14 @@ def test_violations_carry_the_command_that_replays_them(first: Any) -> None:
         assert violations["replay"].str.startswith("python -m simulator run --family ").all()
 
 
-def test_same_seed_gives_identical_scenario_rows_and_report_rebuilds(
+def test_same_seed_gives_identical_scenario_rows_inline_and_report_rebuilds(
         first: Any, local_spark: Any, tmp_path_factory: pytest.TempPathFactory) -> None:
     from simulator.spark.summary import render_report, summarize
 
-    second = _run(local_spark, tmp_path_factory.mktemp("sweep-b"))
+    # the second run replays inline (sweep --inline), the first in forked children
+    second = _run(local_spark, tmp_path_factory.mktemp("sweep-b"), inline=True)
+    run = json.loads((second.out / "run.json").read_text(encoding="utf-8"))
+    assert (run["replay_children"], run["replay_child_peak_rss_mb"]) == (0, 0)
     assert deterministic_rows(second.out) == deterministic_rows(first.out)
     # the report from the Parquet alone has the sweep's numbers
     rebuilt = summarize(local_spark, first.out)
