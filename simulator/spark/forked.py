@@ -52,6 +52,7 @@ INLINE_ENV = "SIMULATOR_INLINE_REPLAYS"
 #: Children dying in a row before their first row after which the rest of a batch runs inline.
 DEATHS_BEFORE_INLINE = 2
 
+#: One job -> its rows, a tuple (a child's rows are told from its wait status by that).
 Runner = Callable[[Job], Any]
 #: What a child that died leaves for the job it was replaying: (job, cause) -> its rows.
 Mourner = Callable[[Job, str], Any]
@@ -154,7 +155,8 @@ def _one_child(jobs: Sequence[Job], run: Runner,
             _, status, usage = os.wait4(pid, 0)
             reaped = True
             if policy.peak_rss_kb is not None:
-                policy.peak_rss_kb.add(int(usage.ru_maxrss))
+                scale = 1024 if sys.platform == "darwin" else 1  # bytes there, KB elsewhere
+                policy.peak_rss_kb.add(int(usage.ru_maxrss) // scale)
         except ChildProcessError:  # reaped elsewhere (SIGCHLD ignored): status unknown
             reaped = True
         yield status
