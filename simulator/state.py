@@ -39,7 +39,7 @@ from protocol.ids import TaskId, TopicPartition
 from simulator.end_offsets import ChangelogPlan, EndOffsetsSnapshot, split_ends
 from simulator.scenarios import StateDynamics
 from simulator.state_cleaner import StateCleaner
-from simulator.state_scan import ProcessPart, Scan, ThreadTasks, follow_standbys
+from simulator.state_scan import Parts, ProcessPart, Scan, ThreadTasks, follow_standbys
 
 #: Positions within this many records of the end count as caught up (float rounding).
 _EPSILON = 1e-6
@@ -78,9 +78,9 @@ class StateModel:
         self._disk: dict[str, dict[int, float]] = {}
         self._threads: dict[str, dict[int, ThreadTasks]] = {}
         self._unavailable: list[float] = []
-        #: the current scan (None: something changed) and the per-process parts it joins
+        #: the current scan (None: something changed) and the per-process parts it walks
         self._scanned: Scan | None = None
-        self._parts: dict[str, ProcessPart] = {}
+        self._parts = Parts()
         #: bumped when some disk position may have changed; ``offset_sums`` is cached against it
         #: (every thread of a process reports the same sums at one instant, each rebalance)
         self._disk_version = 0
@@ -128,7 +128,7 @@ class StateModel:
     ) -> None:
         """New tasks (at start, or after partitions were added) with changelogs of that size."""
         self._ends_moved += 1
-        self._parts.clear()
+        self._parts.touch_all()
         self._scanned = None
         stateful_set = set(stateful)
         for task in tasks:
@@ -138,6 +138,7 @@ class StateModel:
             rank = getattr(task, "_rank", None)  # unnamed tasks keep one (``_indices``)
             if rank is not None:
                 self._rank_index[rank] = len(self.tasks)
+            self._parts.add_task(len(self.tasks))
             self.tasks.append(task)
             self._unavailable.append(0.0)
             self._end.append(float(initial_records) if task in stateful_set else None)
@@ -258,7 +259,7 @@ class StateModel:
 
     def _touch(self, process: str) -> None:
         """Something happened to ``process``: its part of the scan is stale."""
-        self._parts.pop(process, None)
+        self._parts.stale.add(process)
         self._scanned = None
 
     def wipe(self, process: str) -> None:
@@ -342,37 +343,22 @@ class StateModel:
         return owners
 
     def _scan(self) -> Scan:
-        """Tasks available, tasks restoring per running thread, the (process, task) pairs
-        processing, and what a segment touches; cached until the next change (see
-        :class:`ProcessPart`)."""
+        """Every process's part in process order, the tasks restoring per running thread and
+        those without a processing owner; cached until the next change. Only the parts of the
+        processes touched since the last scan are built again (see :class:`ProcessPart`)."""
         scan = self._scanned
         if scan is not None:
             return scan
-        scan = Scan(set(), {}, [], set(), [], [], [])
-        parts = self._parts
-        for process, threads in self._threads.items():
-            part = parts.get(process)
-            if part is None:
-                part = parts[process] = self._part(process, threads)
-            scan.available.update(part.available)
-            scan.restoring.update(part.restoring)
-            scan.processing.extend(part.processing)
-            scan.grow.extend(part.grow)
-            scan.follow.extend(part.follow)
-            scan.standby.extend(part.standby)
-        scan.grow = list(dict.fromkeys(scan.grow))  # a task processed twice grows once
-        if len(scan.available) < len(self._end):
-            scan.unavailable = set(range(len(self._end))).difference(scan.available)
-        self._scanned = scan
+        scan = self._scanned = self._parts.scan(self._threads, self._part)
         return scan
 
     def _part(self, process: str, threads: Mapping[int, ThreadTasks]) -> ProcessPart:
-        part = ProcessPart([], {}, [], [], [], [])  # filled through locals: 900 parts a cold start
-        available, restoring, processing = part.available, part.restoring, part.processing
-        grow, follow = part.grow, part.follow
-        ends = self._end
         disk = self._disk.get(process)
         local = disk if disk is not None else {}
+        part = ProcessPart([], {}, [], local, [], None)  # filled through locals: 900 a cold start
+        available, restoring, grow, standby = (part.available, part.restoring, part.grow,
+                                               part.standby)
+        ends = self._end
         for index, state in threads.items():
             if not state.running:
                 continue
@@ -380,25 +366,23 @@ class StateModel:
                 end = ends[i]
                 if end is None:
                     available.append(i)
-                    processing.append((process, i))
                 elif local.get(i, -1.0) >= end - _EPSILON:
                     available.append(i)
-                    processing.append((process, i))
                     grow.append(i)
-                    follow.append((local, i))
                 else:
                     restoring.setdefault((process, index), []).append(i)
             if state.standby:
-                standby_disk = self._disk[process]
-                part.standby.extend((standby_disk, i) for i in state.standby if ends[i] is not None)
+                part.standby_disk = self._disk[process]
+                standby.extend(i for i in state.standby if ends[i] is not None)
         return part
 
     def available(self) -> set[TaskId]:
         """Tasks with a processing active owner right now."""
-        return {self.tasks[i] for i in self._scan().available}
+        unowned = self._scan().unavailable
+        return {task for i, task in enumerate(self.tasks) if i not in unowned}
 
     def all_available(self) -> bool:
-        return len(self._scan().available) == len(self.tasks)
+        return not self._scan().unavailable
 
     def owned_caught_up(self) -> bool:
         """Every task some running thread owns is processed: nothing is left restoring. (A task
@@ -476,18 +460,26 @@ class StateModel:
                 self.restored += gained
         written = dynamics.write_rate * step
         self._ends_moved += 1
-        follow = scan.follow
-        if len(follow) == len(scan.grow):  # (``grow``: each of ``follow``'s tasks once)
-            for disk, i in follow:  # each processed once: its end and store move together
-                disk[i] = ends[i] = ends[i] + written  # type: ignore[operator]
+        parts = scan.parts
+        if not scan.twice:  # each processed task once: its end and its store move together
+            for part in parts:
+                disk = part.disk
+                for i in part.grow:
+                    disk[i] = ends[i] = ends[i] + written  # type: ignore[operator]
         else:  # a task processed twice (a violation) grows once, and both its stores follow
-            for i in scan.grow:
+            for i in dict.fromkeys(i for part in parts for i in part.grow):
                 ends[i] += written  # type: ignore[operator]  # stateful tasks only
-            for disk, i in follow:
-                disk[i] = ends[i]  # type: ignore[assignment]
+            for part in parts:
+                disk = part.disk
+                for i in part.grow:
+                    disk[i] = ends[i]  # type: ignore[assignment]
         reach, trail = dynamics.restore_rate * step, dynamics.standby_trail
-        self.standby_replayed = follow_standbys(scan.standby, ends, reach, trail,
-                                                self.standby_replayed)
+        replayed = self.standby_replayed
+        for part in parts:
+            if part.standby_disk is not None:
+                replayed = follow_standbys(part.standby_disk, part.standby, ends, reach, trail,
+                                           replayed)
+        self.standby_replayed = replayed
 
 
 __all__ = ["StateModel"]
