@@ -474,12 +474,8 @@ class StateModel:
                 for i in part.grow:
                     disk[i] = ends[i]  # type: ignore[assignment]
         reach, trail = dynamics.restore_rate * step, dynamics.standby_trail
-        replayed = self.standby_replayed
-        for part in parts:
-            if part.standby_disk is not None:
-                replayed = follow_standbys(part.standby_disk, part.standby, ends, reach, trail,
-                                           replayed)
-        self.standby_replayed = replayed
+        self.standby_replayed = follow_standbys(parts, ends, reach, trail,
+                                                self.standby_replayed)
 
 
 __all__ = ["StateModel"]

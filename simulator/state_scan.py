@@ -89,8 +89,11 @@ class Parts:
                     else:
                         twice.add(i)
             self.stale.clear()
-        ordered = [parts.get(process) or self._late(process, threads, build)
-                   for process in threads]
+        try:  # (in C: every process of the scan has its part)
+            ordered = list(map(parts.__getitem__, threads))
+        except KeyError:
+            ordered = [parts.get(process) or self._late(process, threads, build)
+                       for process in threads]
         restoring: dict[tuple[str, int], list[int]] = {}
         for part in ordered:
             if part.restoring:
@@ -115,27 +118,30 @@ class ThreadTasks:
 
 
 def follow_standbys(
-    disk: dict[int, float],
-    standby: list[int],
+    parts: list[ProcessPart],
     ends: Sequence[float | None],
     reach: float,
     trail: float,
     replayed: float,
 ) -> float:
-    """One constant-rate segment of one process's standbys (``StateModel._segment``): each
-    store moves to ``min(before + reach, max(before, end - trail))``; returns ``replayed`` plus
-    what they replayed, summed in their order. Written as comparisons (the same floats: the
-    builtins' calls were most of this loop); at or past ``end - trail`` a store stays and
+    """One constant-rate segment of the standbys (``StateModel._segment``), process by process:
+    each store moves to ``min(before + reach, max(before, end - trail))``; returns ``replayed``
+    plus what they replayed, summed in their order. Written as comparisons (the same floats:
+    the builtins' calls were most of this loop); at or past ``end - trail`` a store stays and
     replays nothing (``reach >= 0``), one comparison in all."""
-    for i in standby:
-        before = disk.get(i, 0.0)
-        after = ends[i] - trail  # type: ignore[operator]  # stateful tasks only
-        if after > before:
-            reached = before + reach
-            if not after < reached:
-                after = reached
-            replayed += after - before
-        else:
-            after = before
-        disk[i] = after
+    for part in parts:
+        disk = part.standby_disk
+        if disk is None:
+            continue
+        for i in part.standby:
+            before = disk.get(i, 0.0)
+            after = ends[i] - trail  # type: ignore[operator]  # stateful tasks only
+            if after > before:
+                reached = before + reach
+                if not after < reached:
+                    after = reached
+                replayed += after - before
+            else:
+                after = before
+            disk[i] = after
     return replayed
