@@ -47,6 +47,8 @@ _EPSILON = 1e-6
 _NEVER = float("inf")
 #: an unnamed ``TaskId``'s kept (subtopology, partition) rank (AttributeError for others)
 _RANK = attrgetter("_rank")
+#: the collections assignments come in (a ``Collection`` ABC check costs a microsecond)
+_COLLECTIONS = (frozenset, set, list, tuple)
 #: ``i is not None``, in C: a filter for looked-up indices (0 is an index)
 _KNOWN = cast(Callable[[int | None], TypeGuard[int]], partial(is_not, None))
 
@@ -131,6 +133,7 @@ class StateModel:
         self._parts.touch_all()
         self._scanned = None
         stateful_set = set(stateful)
+        known = len(self.tasks)
         for task in tasks:
             if task in self._index:
                 continue
@@ -138,18 +141,18 @@ class StateModel:
             rank = getattr(task, "_rank", None)  # unnamed tasks keep one (``_indices``)
             if rank is not None:
                 self._rank_index[rank] = len(self.tasks)
-            self._parts.add_task(len(self.tasks))
             self.tasks.append(task)
             self._unavailable.append(0.0)
             self._end.append(float(initial_records) if task in stateful_set else None)
+        self._parts.add_tasks(len(self.tasks) - known)
 
     def _indices(self, tasks: Iterable[TaskId]) -> tuple[int, ...]:
         """The known ``tasks``' indices, sorted. Every thread's assignment comes through here
         at every rebalance: unnamed tasks are found by their kept int rank (hashed in C), any
         other task (named, or a copy that kept no rank) by the ``TaskId`` itself (a Python
         ``__hash__`` call each)."""
-        if not isinstance(tasks, Collection):
-            tasks = list(tasks)  # read twice if a task keeps no rank
+        if type(tasks) not in _COLLECTIONS and not isinstance(tasks, Collection):
+            tasks = list(tasks)  # read twice if a task keeps no rank (an ABC check: 1 us)
         try:
             found = map(self._rank_index.get, map(_RANK, tasks))
             return tuple(sorted(filter(_KNOWN, found)))
@@ -373,7 +376,9 @@ class StateModel:
                     restoring.setdefault((process, index), []).append(i)
             if state.standby:
                 part.standby_disk = self._disk[process]
-                standby.extend(i for i in state.standby if ends[i] is not None)
+                for i in state.standby:
+                    if ends[i] is not None:
+                        standby.append(i)
         return part
 
     def available(self) -> set[TaskId]:
@@ -408,7 +413,8 @@ class StateModel:
                 end = self._end[i]
                 assert end is not None
                 need = (end - disk[i]) / share
-                best = need if best is None else min(best, need)
+                if best is None or need < best:  # min(best, need), without the builtin's call
+                    best = need
         return best
 
     # -- time ---------------------------------------------------------------------------------
@@ -449,15 +455,19 @@ class StateModel:
         for i in scan.unavailable:
             unavailable[i] += step
         ends = self._end
+        restored = self.restored
         for (process, _), tasks in scan.restoring.items():
             share = dynamics.restore_rate / len(tasks) * step
             disk = self._disk[process]
             for i in tasks:
                 end = ends[i]
                 assert end is not None
-                gained = min(share, end - disk[i])
+                gained = end - disk[i]
+                if not gained < share:  # min(share, gained), without the builtin's call
+                    gained = share
                 disk[i] += gained
-                self.restored += gained
+                restored += gained
+        self.restored = restored
         written = dynamics.write_rate * step
         self._ends_moved += 1
         parts = scan.parts

@@ -53,10 +53,10 @@ class Parts:
         self._unowned: set[int] = set()
         self._twice: set[int] = set()
 
-    def add_task(self, i: int) -> None:
-        """Task index ``i`` is new (the next one): nothing processes it yet."""
-        self._owners.append(0)
-        self._unowned.add(i)
+    def add_tasks(self, count: int) -> None:
+        """``count`` new tasks, numbered after the known ones: nothing processes them yet."""
+        self._unowned.update(range(len(self._owners), len(self._owners) + count))
+        self._owners.extend([0] * count)
 
     def touch_all(self) -> None:
         """Every part is stale."""

@@ -243,3 +243,24 @@ def test_owner_counts_kept_across_changes_match_a_fresh_count(seed: int) -> None
         assert state.available() == set(processed)
         assert state.all_available() == (len(processed) == len(tasks))
         assert state._scan().twice == any(count > 1 for count in processed.values())
+
+
+def test_tasks_added_later_are_unowned_until_a_thread_processes_them() -> None:
+    state = model((T0,))
+    state.add_process("a", {T0: 0})
+    state.assign("a", 0, [T0], [])
+    state.advance(1.0)
+    assert state.all_available()
+    state.add_tasks([T0, T1, T2], [T1], initial_records=1000)  # T0 known; T2 stateless
+    assert state.available() == {T0}
+    state.advance(2.0)
+    assert state.unavailable_s == {T0: 0.0, T1: 1.0, T2: 1.0}
+    state.add_process("b")
+    state.assign("b", 0, [T2], [])
+    assert state.available() == {T0, T2}
+    state.assign("a", 0, [T0, T1], [])  # T1: 1000 records to restore, at 100 a second
+    state.advance(3.0)
+    assert state.available() == {T0, T2}
+    state.advance(20.0)
+    assert state.all_available()
+    assert state.unavailable_s == {T0: 0.0, T1: 11.0, T2: 1.0}
