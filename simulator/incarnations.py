@@ -68,14 +68,19 @@ class Incarnations:
         self._configs: dict[tuple[tuple[str, str], ...], AssignorConfig] = {}
 
     def process_id(self, sim: SimulatedProcess) -> ProcessId:
-        if sim.spec.static:
-            return derive_process_id(self._topology.application_id, sim.name)
-        key = f"{self._scenario.seed}\x00{sim.name}\x00{sim.disk_generation}"
+        application = self._topology.application_id
+        if sim.spec.static:  # the adapter's ``derive_process_id``, its UUID kept by name too
+            # (a rolling restart of 100 static processes derived 200: uuid5 and validation)
+            key = f"\x01{application}\x00{sim.name}"
+        else:
+            key = f"{self._scenario.seed}\x00{sim.name}\x00{sim.disk_generation}"
         made = _KEPT_UUIDS.get(key)
         if made is None:
             if len(_KEPT_UUIDS) >= _KEPT_UUIDS_LIMIT:
                 _KEPT_UUIDS.clear()
-            made = _KEPT_UUIDS[key] = sim_uuid5(key)
+            made = _KEPT_UUIDS[key] = (
+                derive_process_id(application, sim.name).uuid
+                if sim.spec.static else sim_uuid5(key))
         # a valid UUID by construction: the decoder's trusted path, without pydantic's checks (a
         # ProcessId of its own per process: it keeps its hash and sort key once computed)
         return trusted_model(ProcessId, {"uuid": made})

@@ -66,8 +66,9 @@ class Ownership:
         Shared: read only."""
         processes: dict[TaskId, str] | None = self._views.get("processes")
         if processes is None:
+            names = {member: self.process(member) for member in self.active}  # once a member
             processes = self._views["processes"] = {
-                task: self.process(members[0]) for task, members in self.active_owners().items()
+                task: names[members[0]] for task, members in self.active_owners().items()
             }
         return processes
 
@@ -76,8 +77,9 @@ class Ownership:
         pairs: set[tuple[TaskId, str]] | None = self._views.get("pairs")
         if pairs is None:
             pairs = self._views["pairs"] = {
-                (task, self.process(member))
-                for member, tasks in self.standby.items() for task in tasks
+                (task, name)  # the member's process looked up once, not once a task
+                for member, tasks in self.standby.items()
+                for name in (self.process(member),) for task in tasks
             }
         return pairs
 

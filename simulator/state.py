@@ -39,7 +39,7 @@ from protocol.ids import TaskId, TopicPartition
 from simulator.end_offsets import ChangelogPlan, EndOffsetsSnapshot, split_ends
 from simulator.scenarios import StateDynamics
 from simulator.state_cleaner import StateCleaner
-from simulator.state_scan import ProcessPart, Scan, ThreadTasks, follow_standbys
+from simulator.state_scan import Parts, ProcessPart, Scan, ThreadTasks, follow_standbys
 
 #: Positions within this many records of the end count as caught up (float rounding).
 _EPSILON = 1e-6
@@ -47,6 +47,8 @@ _EPSILON = 1e-6
 _NEVER = float("inf")
 #: an unnamed ``TaskId``'s kept (subtopology, partition) rank (AttributeError for others)
 _RANK = attrgetter("_rank")
+#: the collections assignments come in (a ``Collection`` ABC check costs a microsecond)
+_COLLECTIONS = (frozenset, set, list, tuple)
 #: ``i is not None``, in C: a filter for looked-up indices (0 is an index)
 _KNOWN = cast(Callable[[int | None], TypeGuard[int]], partial(is_not, None))
 
@@ -78,9 +80,9 @@ class StateModel:
         self._disk: dict[str, dict[int, float]] = {}
         self._threads: dict[str, dict[int, ThreadTasks]] = {}
         self._unavailable: list[float] = []
-        #: the current scan (None: something changed) and the per-process parts it joins
+        #: the current scan (None: something changed) and the per-process parts it walks
         self._scanned: Scan | None = None
-        self._parts: dict[str, ProcessPart] = {}
+        self._parts = Parts()
         #: bumped when some disk position may have changed; ``offset_sums`` is cached against it
         #: (every thread of a process reports the same sums at one instant, each rebalance)
         self._disk_version = 0
@@ -128,9 +130,10 @@ class StateModel:
     ) -> None:
         """New tasks (at start, or after partitions were added) with changelogs of that size."""
         self._ends_moved += 1
-        self._parts.clear()
+        self._parts.touch_all()
         self._scanned = None
         stateful_set = set(stateful)
+        known = len(self.tasks)
         for task in tasks:
             if task in self._index:
                 continue
@@ -141,14 +144,15 @@ class StateModel:
             self.tasks.append(task)
             self._unavailable.append(0.0)
             self._end.append(float(initial_records) if task in stateful_set else None)
+        self._parts.add_tasks(len(self.tasks) - known)
 
     def _indices(self, tasks: Iterable[TaskId]) -> tuple[int, ...]:
         """The known ``tasks``' indices, sorted. Every thread's assignment comes through here
         at every rebalance: unnamed tasks are found by their kept int rank (hashed in C), any
         other task (named, or a copy that kept no rank) by the ``TaskId`` itself (a Python
         ``__hash__`` call each)."""
-        if not isinstance(tasks, Collection):
-            tasks = list(tasks)  # read twice if a task keeps no rank
+        if type(tasks) not in _COLLECTIONS and not isinstance(tasks, Collection):
+            tasks = list(tasks)  # read twice if a task keeps no rank (an ABC check: 1 us)
         try:
             found = map(self._rank_index.get, map(_RANK, tasks))
             return tuple(sorted(filter(_KNOWN, found)))
@@ -258,7 +262,7 @@ class StateModel:
 
     def _touch(self, process: str) -> None:
         """Something happened to ``process``: its part of the scan is stale."""
-        self._parts.pop(process, None)
+        self._parts.stale.add(process)
         self._scanned = None
 
     def wipe(self, process: str) -> None:
@@ -342,37 +346,22 @@ class StateModel:
         return owners
 
     def _scan(self) -> Scan:
-        """Tasks available, tasks restoring per running thread, the (process, task) pairs
-        processing, and what a segment touches; cached until the next change (see
-        :class:`ProcessPart`)."""
+        """Every process's part in process order, the tasks restoring per running thread and
+        those without a processing owner; cached until the next change. Only the parts of the
+        processes touched since the last scan are built again (see :class:`ProcessPart`)."""
         scan = self._scanned
         if scan is not None:
             return scan
-        scan = Scan(set(), {}, [], set(), [], [], [])
-        parts = self._parts
-        for process, threads in self._threads.items():
-            part = parts.get(process)
-            if part is None:
-                part = parts[process] = self._part(process, threads)
-            scan.available.update(part.available)
-            scan.restoring.update(part.restoring)
-            scan.processing.extend(part.processing)
-            scan.grow.extend(part.grow)
-            scan.follow.extend(part.follow)
-            scan.standby.extend(part.standby)
-        scan.grow = list(dict.fromkeys(scan.grow))  # a task processed twice grows once
-        if len(scan.available) < len(self._end):
-            scan.unavailable = set(range(len(self._end))).difference(scan.available)
-        self._scanned = scan
+        scan = self._scanned = self._parts.scan(self._threads, self._part)
         return scan
 
     def _part(self, process: str, threads: Mapping[int, ThreadTasks]) -> ProcessPart:
-        part = ProcessPart([], {}, [], [], [], [])  # filled through locals: 900 parts a cold start
-        available, restoring, processing = part.available, part.restoring, part.processing
-        grow, follow = part.grow, part.follow
-        ends = self._end
         disk = self._disk.get(process)
         local = disk if disk is not None else {}
+        part = ProcessPart([], {}, [], local, [], None)  # filled through locals: 900 a cold start
+        available, restoring, grow, standby = (part.available, part.restoring, part.grow,
+                                               part.standby)
+        ends = self._end
         for index, state in threads.items():
             if not state.running:
                 continue
@@ -380,25 +369,25 @@ class StateModel:
                 end = ends[i]
                 if end is None:
                     available.append(i)
-                    processing.append((process, i))
                 elif local.get(i, -1.0) >= end - _EPSILON:
                     available.append(i)
-                    processing.append((process, i))
                     grow.append(i)
-                    follow.append((local, i))
                 else:
                     restoring.setdefault((process, index), []).append(i)
             if state.standby:
-                standby_disk = self._disk[process]
-                part.standby.extend((standby_disk, i) for i in state.standby if ends[i] is not None)
+                part.standby_disk = self._disk[process]
+                for i in state.standby:
+                    if ends[i] is not None:
+                        standby.append(i)
         return part
 
     def available(self) -> set[TaskId]:
         """Tasks with a processing active owner right now."""
-        return {self.tasks[i] for i in self._scan().available}
+        unowned = self._scan().unavailable
+        return {task for i, task in enumerate(self.tasks) if i not in unowned}
 
     def all_available(self) -> bool:
-        return len(self._scan().available) == len(self.tasks)
+        return not self._scan().unavailable
 
     def owned_caught_up(self) -> bool:
         """Every task some running thread owns is processed: nothing is left restoring. (A task
@@ -424,7 +413,8 @@ class StateModel:
                 end = self._end[i]
                 assert end is not None
                 need = (end - disk[i]) / share
-                best = need if best is None else min(best, need)
+                if best is None or need < best:  # min(best, need), without the builtin's call
+                    best = need
         return best
 
     # -- time ---------------------------------------------------------------------------------
@@ -465,28 +455,36 @@ class StateModel:
         for i in scan.unavailable:
             unavailable[i] += step
         ends = self._end
+        restored = self.restored
         for (process, _), tasks in scan.restoring.items():
             share = dynamics.restore_rate / len(tasks) * step
             disk = self._disk[process]
             for i in tasks:
                 end = ends[i]
                 assert end is not None
-                gained = min(share, end - disk[i])
+                gained = end - disk[i]
+                if not gained < share:  # min(share, gained), without the builtin's call
+                    gained = share
                 disk[i] += gained
-                self.restored += gained
+                restored += gained
+        self.restored = restored
         written = dynamics.write_rate * step
         self._ends_moved += 1
-        follow = scan.follow
-        if len(follow) == len(scan.grow):  # (``grow``: each of ``follow``'s tasks once)
-            for disk, i in follow:  # each processed once: its end and store move together
-                disk[i] = ends[i] = ends[i] + written  # type: ignore[operator]
+        parts = scan.parts
+        if not scan.twice:  # each processed task once: its end and its store move together
+            for part in parts:
+                disk = part.disk
+                for i in part.grow:
+                    disk[i] = ends[i] = ends[i] + written  # type: ignore[operator]
         else:  # a task processed twice (a violation) grows once, and both its stores follow
-            for i in scan.grow:
+            for i in dict.fromkeys(i for part in parts for i in part.grow):
                 ends[i] += written  # type: ignore[operator]  # stateful tasks only
-            for disk, i in follow:
-                disk[i] = ends[i]  # type: ignore[assignment]
+            for part in parts:
+                disk = part.disk
+                for i in part.grow:
+                    disk[i] = ends[i]  # type: ignore[assignment]
         reach, trail = dynamics.restore_rate * step, dynamics.standby_trail
-        self.standby_replayed = follow_standbys(scan.standby, ends, reach, trail,
+        self.standby_replayed = follow_standbys(parts, ends, reach, trail,
                                                 self.standby_replayed)
 
 

@@ -6,7 +6,7 @@ plain records its integration loops walk (task indices, not ``TaskId``s), used b
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 
@@ -18,28 +18,94 @@ class ProcessPart:
 
     available: list[int]
     restoring: dict[tuple[str, int], list[int]]
-    processing: list[tuple[str, int]]
-    #: the stateful tasks among ``processing``, and their local stores (which follow the end)
+    #: the stateful tasks it processes, and its local store (which follows their ends)
     grow: list[int]
-    follow: list[tuple[dict[int, float], int]]
-    #: stateful standbys of running threads, with their local stores
-    standby: list[tuple[dict[int, float], int]]
+    disk: dict[int, float]
+    #: stateful standbys of running threads, and their store (None: no standby)
+    standby: list[int]
+    standby_disk: dict[int, float] | None
 
 
 @dataclass(slots=True)
 class Scan:
-    """Every process's :class:`ProcessPart` joined in process order, plus what a constant-rate
-    segment touches (listed once, not found anew in each of the hundreds of segments a long
-    replay integrates over one assignment): tasks without a processing owner, and each growing
-    changelog once."""
+    """What a constant-rate segment walks, listed once, not found anew in each of the hundreds
+    of segments a long replay integrates over one assignment: every process's
+    :class:`ProcessPart` in process order (walked part by part: joining them into one list at
+    every change of one process cost more than a segment), the restoring tasks of all of them
+    (in that order) and the tasks without a processing owner."""
 
-    available: set[int]
+    parts: list[ProcessPart]
     restoring: dict[tuple[str, int], list[int]]
-    processing: list[tuple[str, int]]
     unavailable: set[int]
-    grow: list[int]
-    follow: list[tuple[dict[int, float], int]]
-    standby: list[tuple[dict[int, float], int]]
+    #: some task has two processing owners (a violation): its changelog grows once
+    twice: bool
+
+
+class Parts:
+    """Every process's :class:`ProcessPart`, built again only for the processes touched since
+    the last scan (``stale``), and per task how many parts process it now: the tasks at 0 (no
+    processing owner) and those above 1 kept as the parts change, not counted anew per scan."""
+
+    def __init__(self) -> None:
+        self.parts: dict[str, ProcessPart] = {}
+        self.stale: set[str] = set()
+        self._owners: list[int] = []
+        self._unowned: set[int] = set()
+        self._twice: set[int] = set()
+
+    def add_tasks(self, count: int) -> None:
+        """``count`` new tasks, numbered after the known ones: nothing processes them yet."""
+        self._unowned.update(range(len(self._owners), len(self._owners) + count))
+        self._owners.extend([0] * count)
+
+    def touch_all(self) -> None:
+        """Every part is stale."""
+        self.stale.update(self.parts)
+
+    def scan(self, threads: Mapping[str, Mapping[int, ThreadTasks]],
+             build: Callable[[str, Mapping[int, ThreadTasks]], ProcessPart]) -> Scan:
+        """The scan of ``threads`` (per process, in their order), the stale parts made by
+        ``build(process, its threads)``."""
+        parts = self.parts
+        if self.stale:
+            owners, unowned, twice = self._owners, self._unowned, self._twice
+            for process in self.stale:
+                old = parts.pop(process, None)
+                if old is not None:
+                    for i in old.available:
+                        owners[i] -= 1
+                        if owners[i] == 0:
+                            unowned.add(i)
+                        elif owners[i] == 1:
+                            twice.discard(i)
+                tasks = threads.get(process)
+                if tasks is None:
+                    continue
+                part = parts[process] = build(process, tasks)
+                for i in part.available:
+                    owners[i] += 1
+                    if owners[i] == 1:
+                        unowned.discard(i)
+                    else:
+                        twice.add(i)
+            self.stale.clear()
+        try:  # (in C: every process of the scan has its part)
+            ordered = list(map(parts.__getitem__, threads))
+        except KeyError:
+            ordered = [parts.get(process) or self._late(process, threads, build)
+                       for process in threads]
+        restoring: dict[tuple[str, int], list[int]] = {}
+        for part in ordered:
+            if part.restoring:
+                restoring.update(part.restoring)
+        return Scan(ordered, restoring, self._unowned, bool(self._twice))
+
+    def _late(self, process: str, threads: Mapping[str, Mapping[int, ThreadTasks]],
+              build: Callable[[str, Mapping[int, ThreadTasks]], ProcessPart]) -> ProcessPart:
+        """The part of a process nobody touched yet: counted in as a touched one."""
+        self.stale.add(process)
+        self.scan(threads, build)
+        return self.parts[process]
 
 
 @dataclass(slots=True)
@@ -52,26 +118,30 @@ class ThreadTasks:
 
 
 def follow_standbys(
-    standby: list[tuple[dict[int, float], int]],
+    parts: list[ProcessPart],
     ends: Sequence[float | None],
     reach: float,
     trail: float,
     replayed: float,
 ) -> float:
-    """One constant-rate segment of the standbys (``StateModel._segment``): each store moves to
-    ``min(before + reach, max(before, end - trail))``; returns ``replayed`` plus what they
-    replayed, summed in their order. Written as comparisons (the same floats: the builtins'
-    calls were most of this loop); at or past ``end - trail`` a store stays and replays
-    nothing (``reach >= 0``), one comparison in all."""
-    for disk, i in standby:
-        before = disk.get(i, 0.0)
-        after = ends[i] - trail  # type: ignore[operator]  # stateful tasks only
-        if after > before:
-            reached = before + reach
-            if not after < reached:
-                after = reached
-            replayed += after - before
-        else:
-            after = before
-        disk[i] = after
+    """One constant-rate segment of the standbys (``StateModel._segment``), process by process:
+    each store moves to ``min(before + reach, max(before, end - trail))``; returns ``replayed``
+    plus what they replayed, summed in their order. Written as comparisons (the same floats:
+    the builtins' calls were most of this loop); at or past ``end - trail`` a store stays and
+    replays nothing (``reach >= 0``), one comparison in all."""
+    for part in parts:
+        disk = part.standby_disk
+        if disk is None:
+            continue
+        for i in part.standby:
+            before = disk.get(i, 0.0)
+            after = ends[i] - trail  # type: ignore[operator]  # stateful tasks only
+            if after > before:
+                reached = before + reach
+                if not after < reached:
+                    after = reached
+                replayed += after - before
+            else:
+                after = before
+            disk[i] = after
     return replayed

@@ -68,6 +68,9 @@ _FATAL_JOIN = frozenset({
     ErrorCode.INVALID_GROUP_ID, ErrorCode.FENCED_INSTANCE_ID, ErrorCode.GROUP_MAX_SIZE_REACHED,
 })
 
+#: the statuses of a running member (it never comes back from the others)
+_RUNNING = frozenset({"created", "joining", "stable"})
+
 # What the leader hands a member whose metadata it cannot read: a valid assignment of nothing, so
 # that member stays in the group harmlessly instead of failing to decode b"".
 _EMPTY_ASSIGNMENT = ConsumerProtocolMemberAssignment(0, [], b"").encode()
@@ -147,6 +150,9 @@ class ShimMember:
         self.protocol: str | None = None
         self.assignment: ConsumerProtocolMemberAssignment | None = None
         self.status = "created"
+        #: ``status`` is one of created, joining, stable: kept by ``_set_status`` (the roster
+        #: and the settle loop ask it of every member at every change; a property was a call)
+        self.running = True
         self.error: BaseException | None = None
         self.assign_seconds = 0.0  # wall time spent inside assignor.assign (not in the journal)
         self.assign_calls = 0
@@ -162,10 +168,6 @@ class ShimMember:
     @property
     def name(self) -> str:
         return self.group_instance_id or self.client_id
-
-    @property
-    def running(self) -> bool:
-        return self.status in ("created", "joining", "stable")
 
     @property
     def rejoin_requested(self) -> bool:
@@ -473,6 +475,7 @@ class ShimMember:
     def _set_status(self, status: str, detail: Text) -> None:
         if status != self.status or status == "stable":
             self.status = status
+            self.running = status in _RUNNING
             self._log(status, detail)
         self._notify()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import uuid
 
+from assignor.adapter.process import derive_process_id
 from protocol.ids import ProcessId
 from simulator.families import generate
 from simulator.incarnations import SIM_NAMESPACE, Incarnations, sim_uuid5
@@ -41,3 +42,23 @@ def test_a_dynamic_process_id_equals_the_validated_one() -> None:
         again = incarnations.process_id(Sim(spec))  # type: ignore[arg-type]
         # the UUID is kept by name; the ProcessId (which keeps its hash once computed) is new
         assert again == made and again is not made and again.uuid is made.uuid
+
+
+def test_a_static_process_id_is_the_adapters_derived_one() -> None:
+    scenario = generate("rolling_restart", {"processes": 3, "static": True}, seed=4)
+    topology = scenario.build_topology()
+    incarnations = Incarnations(scenario, topology, offset_sums=lambda _: {},
+                                read_end_offsets=None,  # type: ignore[arg-type]
+                                clock_ms=lambda: 0)
+
+    class Sim:  # the fields process_id reads
+        def __init__(self, spec: object) -> None:
+            self.spec, self.name, self.disk_generation = spec, spec.name, 0  # type: ignore[attr-defined]
+
+    for spec in scenario.processes:
+        assert spec.static
+        expected = derive_process_id(topology.application_id, spec.name)
+        for _ in range(2):  # derived, then kept
+            made = incarnations.process_id(Sim(spec))  # type: ignore[arg-type]
+            assert made == expected and hash(made) == hash(expected)
+            assert made.model_dump() == expected.model_dump()

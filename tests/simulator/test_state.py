@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from protocol.ids import TaskId, TopicPartition
@@ -204,3 +206,61 @@ def test_a_standby_at_or_past_the_trail_stays_and_replays_nothing() -> None:
     state.advance(15.0)  # caught up at 10 s, then 5 s of growth: the standby trails again
     assert state.disk["b"][T0] == 1045.0
     assert state.standby_replayed == 45.0
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_owner_counts_kept_across_changes_match_a_fresh_count(seed: int) -> None:
+    """The scan keeps, per task, how many processes process it, adjusting only the parts of
+    processes touched since the last scan; after any sequence of assignments, stops, crashes
+    (disk kept or wiped) and advances, the tasks it finds without a processing owner, and
+    whether some task has two, are those a fresh count over every running thread finds."""
+    rng = random.Random(seed)
+    tasks = (T0, T1, T2, TaskId(1, 0))
+    state = model(tasks, stateful=tasks[:3])  # 1_0 stateless
+    processes = ("a", "b", "c")
+    for process in processes:
+        state.add_process(process, {task: rng.choice((0, 300)) for task in tasks[:3]})
+    now = 0.0
+    for _ in range(60):
+        process, thread = rng.choice(processes), rng.randrange(2)
+        action = rng.randrange(4)
+        if action == 0:
+            state.assign(process, thread, rng.sample(tasks, rng.randrange(3)),
+                         rng.sample(tasks, rng.randrange(2)))
+        elif action == 1:
+            state.stop(process, rng.choice((None, thread)))
+        elif action == 2:
+            state.crash(process, wipe=rng.random() < 0.3)
+        else:
+            now += rng.choice((0.5, 2.0, 7.0))
+            state.advance(now)
+        processed: dict[TaskId, int] = {}
+        for owner, threads in state._threads.items():
+            for tt in threads.values():
+                for i in tt.active if tt.running else ():
+                    if state.caught_up(owner, state.tasks[i]):
+                        processed[state.tasks[i]] = processed.get(state.tasks[i], 0) + 1
+        assert state.available() == set(processed)
+        assert state.all_available() == (len(processed) == len(tasks))
+        assert state._scan().twice == any(count > 1 for count in processed.values())
+
+
+def test_tasks_added_later_are_unowned_until_a_thread_processes_them() -> None:
+    state = model((T0,))
+    state.add_process("a", {T0: 0})
+    state.assign("a", 0, [T0], [])
+    state.advance(1.0)
+    assert state.all_available()
+    state.add_tasks([T0, T1, T2], [T1], initial_records=1000)  # T0 known; T2 stateless
+    assert state.available() == {T0}
+    state.advance(2.0)
+    assert state.unavailable_s == {T0: 0.0, T1: 1.0, T2: 1.0}
+    state.add_process("b")
+    state.assign("b", 0, [T2], [])
+    assert state.available() == {T0, T2}
+    state.assign("a", 0, [T0, T1], [])  # T1: 1000 records to restore, at 100 a second
+    state.advance(3.0)
+    assert state.available() == {T0, T2}
+    state.advance(20.0)
+    assert state.all_available()
+    assert state.unavailable_s == {T0: 0.0, T1: 11.0, T2: 1.0}
