@@ -66,7 +66,8 @@ def answer_bytes(
 
     Members handed the same result object (those without tasks) share one answer: the
     pipeline lists them next to each other, so a run of them costs an identity check and a
-    store each (8,000 of 10,000 consumers over 1,000 tasks), not two dict look-ups.
+    store each (8,000 of 10,000 consumers over 1,000 tasks), not two dict look-ups. (Matching
+    members to answers in C, ``map``/``zip`` by result ``id``, took more instructions: callgrind).
     """
     answers: dict[str, bytes | None] = dict.fromkeys(members)
     made: dict[int, bytes] = {}
