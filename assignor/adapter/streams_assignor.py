@@ -436,8 +436,8 @@ def _shared_subscriptions(
 
     Consumers of one process often send the same topics and bytes: one record each (built
     through its slots: 2,010 distinct of 10,000 at 1,000 threads per client), its topics
-    counted once. One loop: at 10 distinct subscriptions, reading the members' fields with
-    ``map`` and building the dict in C took more instructions than this loop (callgrind).
+    counted once. One loop: reading the fields with ``map`` and building the dicts in C took
+    more instructions (callgrind: at 10 distinct; at 10,000 members, +21 M with answer_bytes).
     """
     subscriptions: dict[str, MemberSubscription] = {}
     known_bytes: dict[bytes, tuple[list[str], MemberSubscription]] = {}

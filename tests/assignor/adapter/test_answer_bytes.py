@@ -100,6 +100,19 @@ def test_one_partition_heads_are_kept_between_rebalances_and_encode_the_same() -
     assert second["c"] == first["b"] == _aiokafka_bytes([], b"s")
 
 
+def test_one_partition_answers_are_aiokafkas_bytes_before_and_after_the_name_is_kept() -> None:
+    """A one-partition member's leading bytes, written the first time its topic's name is
+    seen (the general writer) and again once the name is kept (the one-partition writer):
+    aiokafka's bytes both times, for a non-ASCII name and Int32's largest partition."""
+    topic = "one-partition-é-" + str(random.Random(5).randrange(10**9))
+    for partition in (2**31 - 1, 0, 2**31 - 1):
+        result = MemberResult(
+            (TopicPartition(topic, partition),), AssignmentInfo.error(AssignorError.NONE, 1), b"u"
+        )
+        answer = _answer_bytes({"m": _metadata()}, {"m": result}, {})["m"]
+        assert answer == _aiokafka_bytes([(topic, [partition])], b"u")
+
+
 def test_drawn_results_are_aiokafkas_bytes_for_the_same_listing() -> None:
     """Random partitions over random topics (names with non-ASCII characters, partition
     numbers up to Int32's largest), with and without a ready listing: each answer is the
