@@ -265,13 +265,6 @@ class StateModel:
         self._parts.stale.add(process)
         self._scanned = None
 
-    def wipe(self, process: str) -> None:
-        self._touch(process)
-        self._disk_version += 1
-        self._settling.pop(process, None)
-        self._disk[process] = {}
-        self._cleaner.forget(process)
-
     # -- what the process reports, what the leader reads --------------------------------------
     def offset_sums(self, process: str) -> Mapping[TaskId, int]:
         """The ``state()`` provider of a process: its local position per task on disk, built
