@@ -161,6 +161,8 @@ def settled_active_movements(
             cold.append(destination)
         left -= 1
         add_source(source)
+    changed = set(sources).union(destinations[:steps])
+    cold_ones = set(cold)
     if steps < len(tasks):
         tail = slice(steps, None)
         left = _apply_tail(
@@ -170,17 +172,17 @@ def settled_active_movements(
             candidate_lists[tail],
             holders[tail] if holders is not None else None,
             left,
-            sources,
-            cold,
+            changed,
+            cold_ones,
         )
     budget.left = left
-    for destination in set(cold).difference(warmups):
+    for destination in cold_ones.difference(warmups):
         warmups[destination] = set()  # Kafka's ``computeIfAbsent``: an empty warm-up set
-    changed = sorted(set(sources).union(destinations))
+    ordered_changed = sorted(changed)
     keys = ws.keys
-    for client in changed:
+    for client in ordered_changed:
         keys[client] = (count[client] / capacity[client], client)
-    ws.touched.extend(changed)  # keys replaced while no queue looked
+    ws.touched.extend(ordered_changed)  # keys replaced while no queue looked
     return True
 
 
@@ -221,27 +223,29 @@ def _apply_tail(
     candidate_lists: list[list[int]],
     holders: list[int | None] | None,
     left: int,
-    sources: list[int],
-    cold: list[int],
+    changed: set[int],
+    cold: set[int],
 ) -> int:
     """The moves after the last warm-up (point 7), each a swap or a move to its one
     candidate, by plain set operations with no load kept; the counts of the clients they
-    touched are then rebuilt from the sets. Appends each move's source to ``sources`` and
-    each destination that kept no warm-up to ``cold``; returns the budget left."""
+    touched are then rebuilt from the sets. Adds those clients to ``changed`` and each
+    destination that kept no warm-up to ``cold``; returns the budget left."""
     active = ws.active
     standby = ws.standby
     count = ws.count
-    head_sources = len(sources)
-    head_cold = len(cold)
     if holders is None:
         for task, destination, (source,) in zip(tasks, destinations, candidate_lists, strict=True):
             active[source].add(task)
             active[destination].remove(task)
-        sources.extend(map(_FIRST, candidate_lists))
-        cold.extend(destinations)
+        touched = set(destinations)
+        cold.update(touched)
+        touched.update(map(_FIRST, candidate_lists))
+        plain = len(tasks)
     else:
-        add_source = sources.append
-        add_cold = cold.append
+        touched = set()
+        add_touched = touched.add
+        add_cold = cold.add
+        plain = 0
         for task, destination, candidates, holder in zip(
             tasks, destinations, candidate_lists, holders, strict=True
         ):
@@ -250,16 +254,19 @@ def _apply_tail(
                 active[source].add(task)
                 active[destination].remove(task)
                 add_cold(destination)
+                plain += 1
             else:
                 source = holder
                 standby[holder].remove(task)
                 active[holder].add(task)
                 active[destination].remove(task)
                 standby[destination].add(task)
-            add_source(source)
-    for client in set(destinations).union(sources[head_sources:]):
+            add_touched(source)
+            add_touched(destination)
+    for client in touched:
         count[client] = len(active[client]) + len(standby[client])
-    return left - (len(cold) - head_cold)  # each move that is not a swap takes one
+    changed.update(touched)
+    return left - plain  # each move that is not a swap takes one
 
 
 def settled_standby_movements(
