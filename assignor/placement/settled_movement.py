@@ -36,6 +36,17 @@ decides the whole step from the workspace alone. Why that is exact:
    move twice (one standby replica), any order gives the same clients, counts and budget,
    and the caller may skip sorting the moves into Kafka's order.
 
+7. **After the last warm-up, the active step's moves commute** when each is a swap or has one
+   candidate. Such a move's source is known at the start (the caught-up standby, or the one
+   caught-up client), so it reads no load; ``budget.take()`` fails for it and for every move
+   after it, so it changes no budget-dependent outcome of a later move; and it reads and
+   writes only its own task's copies (each task moves once). Those moves are applied after
+   the head (the moves up to the one that spends the last warm-up, which the swaps among them
+   do not take) by plain set operations, and the counts of the clients they touched are
+   rebuilt from the sets (the count is the number of tasks a client holds). A head move with
+   no candidate may turn out a swap (its source comes by lag order) and leave a warm-up to a
+   later move: then every move is taken one at a time.
+
 If a step does not meet its condition, nothing has been changed and the caller runs Kafka's
 steps on the queue. ``tests/assignor/placement/test_settled_movement.py`` runs both on random
 workspaces shaped to meet and to miss the conditions and compares every client's tasks, the
@@ -45,7 +56,7 @@ warm-ups, the budget and the counts.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import repeat
+from itertools import compress, repeat
 from operator import is_, itemgetter
 from typing import cast
 
@@ -100,12 +111,15 @@ def settled_active_movements(
     sources: list[int] = []
     add_source = sources.append
     cold: list[int] = []  # destinations that kept no warm-up
+    destinations = list(map(_SECOND, ordered))
+    # the first ``steps`` moves one at a time, the rest (if any) as point 7 allows
+    steps = _stepped(candidate_lists, holders, left)
     for task, destination, candidates, holder in zip(
-        tasks,
-        map(_SECOND, ordered),
+        tasks[:steps],
+        destinations,
         candidate_lists,
         holders if holders is not None else repeat(None),
-        strict=False,  # (``repeat`` is endless: the three lists have one entry per move)
+        strict=False,  # (``repeat`` is endless; the head's ``steps`` moves end the loop)
     ):
         if holder is None and not candidates:
             source = caught.source_for_active(task, destination)
@@ -147,15 +161,112 @@ def settled_active_movements(
             cold.append(destination)
         left -= 1
         add_source(source)
+    changed = set(sources).union(destinations[:steps])
+    cold_ones = set(cold)
+    if steps < len(tasks):
+        tail = slice(steps, None)
+        left = _apply_tail(
+            ws,
+            tasks[tail],
+            destinations[tail],
+            candidate_lists[tail],
+            holders[tail] if holders is not None else None,
+            left,
+            changed,
+            cold_ones,
+        )
     budget.left = left
-    for destination in set(cold).difference(warmups):
+    for destination in cold_ones.difference(warmups):
         warmups[destination] = set()  # Kafka's ``computeIfAbsent``: an empty warm-up set
-    changed = sorted(set(sources).union(map(_SECOND, ordered)))
+    ordered_changed = sorted(changed)
     keys = ws.keys
-    for client in changed:
+    for client in ordered_changed:
         keys[client] = (count[client] / capacity[client], client)
-    ws.touched.extend(changed)  # keys replaced while no queue looked
+    ws.touched.extend(ordered_changed)  # keys replaced while no queue looked
     return True
+
+
+def _stepped(
+    candidate_lists: list[list[int]], holders: list[int | None] | None, left: int
+) -> int:
+    """How many moves (from the first) the settled active step takes one at a time: up to
+    the one that spends the last warm-up, or all of them unless each later one is a swap or
+    has one candidate and each earlier one that is no swap has some (point 7)."""
+    n = len(candidate_lists)
+    # a move that is no swap takes a warm-up while any is left, so the head ends at the
+    # ``left``-th of them; one with no candidate may turn out a swap: then it is all steps
+    if holders is None:
+        steps = min(max(left, 0), n)
+        head = candidate_lists[:steps]
+        tail = candidate_lists[steps:]
+    else:
+        is_plain = list(map(is_, holders, repeat(None)))
+        steps = 0
+        if left > 0:
+            at = list(compress(range(n), is_plain))
+            if len(at) < left:
+                return n
+            steps = at[left - 1] + 1
+        head = list(compress(candidate_lists[:steps], is_plain[:steps]))
+        tail = list(compress(candidate_lists[steps:], is_plain[steps:]))
+    if steps == n or (head and min(map(len, head)) == 0):
+        return n
+    if tail and (min(map(len, tail)) != 1 or max(map(len, tail)) != 1):
+        return n
+    return steps
+
+
+def _apply_tail(
+    ws: Workspace,
+    tasks: list[int],
+    destinations: list[int],
+    candidate_lists: list[list[int]],
+    holders: list[int | None] | None,
+    left: int,
+    changed: set[int],
+    cold: set[int],
+) -> int:
+    """The moves after the last warm-up (point 7), each a swap or a move to its one
+    candidate, by plain set operations with no load kept; the counts of the clients they
+    touched are then rebuilt from the sets. Adds those clients to ``changed`` and each
+    destination that kept no warm-up to ``cold``; returns the budget left."""
+    active = ws.active
+    standby = ws.standby
+    count = ws.count
+    if holders is None:
+        for task, destination, (source,) in zip(tasks, destinations, candidate_lists, strict=True):
+            active[source].add(task)
+            active[destination].remove(task)
+        touched = set(destinations)
+        cold.update(touched)
+        touched.update(map(_FIRST, candidate_lists))
+        plain = len(tasks)
+    else:
+        touched = set()
+        add_touched = touched.add
+        add_cold = cold.add
+        plain = 0
+        for task, destination, candidates, holder in zip(
+            tasks, destinations, candidate_lists, holders, strict=True
+        ):
+            if holder is None:
+                source = candidates[0]
+                active[source].add(task)
+                active[destination].remove(task)
+                add_cold(destination)
+                plain += 1
+            else:
+                source = holder
+                standby[holder].remove(task)
+                active[holder].add(task)
+                active[destination].remove(task)
+                standby[destination].add(task)
+            add_touched(source)
+            add_touched(destination)
+    for client in touched:
+        count[client] = len(active[client]) + len(standby[client])
+    changed.update(touched)
+    return left - plain  # each move that is not a swap takes one
 
 
 def settled_standby_movements(

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from itertools import repeat
-from operator import attrgetter
+from operator import attrgetter, is_
 from types import MappingProxyType
 
 from assignor.placement.client_state import ClientState
@@ -164,7 +164,11 @@ class Workspace:
         shared_end = _shared_end_sums(views)
         if shared_end is not None:
             # Sparse path: only clients that reported a task can differ from the end sum.
-            ends = _stateful_ends(shared_end, [tasks[t] for t in stateful], self._rank_index)
+            ends = _stateful_ends(
+                shared_end,
+                tasks if len(stateful) == len(tasks) else list(map(tasks.__getitem__, stateful)),
+                self._rank_index,
+            )
             if None in ends:
                 task = tasks[stateful[ends.index(None)]]
                 raise ValueError(f"no changelog end-offset sum for stateful task {task}")
@@ -357,7 +361,12 @@ def _stateful_ends(
     stateful: list[TaskId],
     rank_index: dict[int, int] | None,
 ) -> list[int | None]:
-    """Each stateful task's end-offset sum (``None`` if missing), by rank when all have one."""
+    """Each stateful task's end-offset sum (``None`` if missing): read in order when the sums
+    are keyed by the very same task objects in the same order (the leader builds both from one
+    task plan: an identity test per task, in C), else by rank when all have one, else by
+    value."""
+    if len(end_sums) == len(stateful) and all(map(is_, end_sums, stateful)):
+        return list(end_sums.values())
     if rank_index is not None:
         end_ranks = _ranks(end_sums)
         stateful_ranks = _ranks(stateful)
