@@ -6,9 +6,9 @@ shim members, local state from the engine's ``StateModel``. Rules are the engine
 (:mod:`simulator.scenarios`, forced rejoins included) applied one at a time, plus waiting; after
 every rule the machine checks every generation that became stable (the engine's
 ``check_invariants``, the standby rules and the bound on moves of ``tests/properties/moves.py``
-for every generation the HA assignor decided), and whenever it lets the group settle it checks what holds once the
-group is stable: live owners only, balance, stickiness, convergence within Kafka's bound and the
-common protocol version.
+for every generation the HA assignor decided), and whenever it lets the group settle it checks
+what holds once the group is stable: live owners only, balance, stickiness, convergence within
+Kafka's bound and the common protocol version.
 
 :class:`SteppedReplay` is the thin adapter that drives a ``Replay`` event by event instead of
 from a timeline (the engine runs whole timelines); it uses only the replay's public methods and

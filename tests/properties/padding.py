@@ -51,9 +51,9 @@ def offset_sums(total: int) -> Callable[[bytes], bytes]:
 
 
 def size_in_bytes(total: int) -> Callable[[bytes], bytes]:
-    """Pad a v3 or newer subscription to exactly ``total`` bytes with ghost tasks of named topologies the
-    application does not have (names of 256-1,024 bytes: a constant 3-byte string header).
-    Older versions have no named topologies and stay as they are."""
+    """Pad a v3 or newer subscription to exactly ``total`` bytes with ghost tasks of named
+    topologies the application does not have (names of 256-1,024 bytes: a constant 3-byte string
+    header). Older versions have no named topologies and stay as they are."""
 
     def pad(data: bytes) -> bytes:
         tree = msgpack.unpackb(data, raw=False)
