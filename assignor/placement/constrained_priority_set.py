@@ -26,13 +26,11 @@ The caller must append a client to ``touched`` whenever its key changes (the wor
 from __future__ import annotations
 
 import bisect
-import heapq
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any
 
 from assignor._java.hash_table import SubsetOrders, grown_table_length
-from assignor._java.priority_queue import JavaPriorityQueue
-from assignor.placement.kafka_poll import RankQueue, heap_offer, heap_poll, only, rank
+from assignor.placement.kafka_poll import POLL, RankQueue, rank, replay
 
 _OFFER = 0
 # a removal whose changed client's old and new key bracket more sorted entries than this is
@@ -40,7 +38,7 @@ _OFFER = 0
 _BETWEEN_LIMIT = 8
 # up to this many clients a scan of the queued keys is cheaper than keeping them sorted
 _SMALL = 32
-_POLL = 1
+_POLL = POLL
 
 # One logged step: kind, client, and the keys (client, key) the replay must see from then on.
 _Step = tuple[int, int, tuple[tuple[int, Any], ...]]
@@ -60,6 +58,7 @@ class ConstrainedPrioritySet:
         "_base_array",
         "_base_keys",
         "_base_order",
+        "_base_ranks",
         "_base_sorted",
         "_dirty",
         "_heap",
@@ -75,6 +74,7 @@ class ConstrainedPrioritySet:
         "_sorted",
         "_sorted_key",
         "_spread",
+        "_start_seen",
         "_touched",
     )
 
@@ -105,6 +105,8 @@ class ConstrainedPrioritySet:
         self._base_array: list[int] | None = None
         self._base_order: list[int] | None = None
         self._base_keys: list[Any] = []
+        self._base_ranks: list[int] | None = None  # ``_base_keys``'s ranks, if known then
+        self._start_seen = 0  # ``len(touched)`` when the stretch began
         # ``_sorted`` as it was at the reset, when the refill order depends on the pop order:
         # a replay then reads the clients in key order from it instead of sorting them again
         self._base_sorted: list[Any] | None = None
@@ -200,7 +202,7 @@ class ConstrainedPrioritySet:
         if self._log is None:
             return list(self._heap)
         heap, _ = self._replay()
-        return list(heap)
+        return heap.queue
 
     # --- the lazy state -----------------------------------------------------------------------
 
@@ -400,6 +402,9 @@ class ConstrainedPrioritySet:
                 self._resort(client)
         self._dirty.clear()
         self._base_sorted = list(self._sorted) if wants_sorted and self._sorted else None
+        # the real queue's ranks are current (no log yet): the replay starts from a copy
+        self._base_ranks = list(self._ranks) if self._log is None else None
+        self._start_seen = self._seen
         self._log = []
         self._base_order = order
         self._base_array = array
@@ -419,39 +424,33 @@ class ConstrainedPrioritySet:
 
     def _materialize(self) -> None:
         if self._log is not None:
-            heap, self._present = self._replay()
-            self._ranks = list(map(rank, self._keys))  # not kept while lazy
-            self._heap = RankQueue(self._ranks, heap.queue)
+            heap, present = self._replay()
+            # the clients whose key changed since the stretch began get their current rank in
+            # their slot, as Java's array compares by the current key (the others' is current)
+            keys = self._keys
+            for c in set(self._touched[self._start_seen :]):
+                heap.rekey(c, rank(keys[c]), c in present)
+            self._present = present
+            self._ranks = heap.rank_of
+            self._heap = heap
             self._log = None
             self._ordered = False
             self._pending = None
 
-    def _replay(self) -> tuple[JavaPriorityQueue, set[int]]:
+    def _replay(self) -> tuple[RankQueue, set[int]]:
+        """The real queue as the log leaves it (:func:`kafka_poll.replay`), each client at the
+        rank its last logged step saw."""
         assert self._log is not None
-        keys = list(self._base_keys)
-        heap = JavaPriorityQueue(keys)
-        if self._base_array is not None:
-            heap.queue = list(self._base_array)
-        else:
-            # A refill is JDK offers in turn, and heapq's push sifts up exactly as JDK's offer
-            # does (an element rises while strictly below its parent); keys are distinct and
-            # end in their client, so the array of keys gives the array of clients.
-            filled: list[Any] = []
-            push = heapq.heappush
-            for key in map(keys.__getitem__, self._base_order or self._sorted_hash_order(keys)):
-                push(filled, key)
-            heap.queue = [key[1] for key in filled]
-        present = set(range(len(self._spread)))
-        for kind, client, overrides in self._log:
-            for c, key in overrides:
-                keys[c] = key
-            if kind == _OFFER:
-                heap_offer(heap, present, client)
-            else:
-                found = heap_poll(heap, present, only(client), self._orders)
-                assert found == client, "a logged poll replayed differently"
-        heap.keys = self._keys
-        return heap, present
+        base = self._base_ranks
+        ranks = list(base) if base is not None else list(map(rank, self._base_keys))
+        order: Iterable[int] = ()
+        if self._base_array is None:
+            order = self._base_order or self._sorted_hash_order(self._base_keys)
+        steps = (
+            (kind, client, [(c, rank(key)) for c, key in overrides])
+            for kind, client, overrides in self._log
+        )
+        return replay(ranks, self._base_array, order, steps, self._orders)
 
     def _sorted_hash_order(self, keys: list[Any]) -> list[int]:
         """A reset's refill order when it depends on the pop order (clients sharing a bucket):

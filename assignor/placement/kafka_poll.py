@@ -46,8 +46,8 @@ from itertools import repeat
 from operator import le
 
 from assignor._java.hash_table import SubsetOrders
-from assignor._java.priority_queue import JavaPriorityQueue
 
+POLL = 1  # a logged step's kind for :func:`replay` (any other: an offer)
 _LOW = (1 << 32) - 1  # a rank's client bits
 _CLIENT = _LOW.__and__
 _PACK = struct.Struct("<d").pack
@@ -281,41 +281,34 @@ class RankQueue:
         arr[k] = x
 
 
-# --- the replay's steps, on a queue of the keys a logged step saw ---------------------------------
+# --- the replay of a logged stretch, on a queue of the ranks each step saw ----------------------
 
 
-def only(client: int) -> Callable[[int], bool]:
-    """A ``valid`` that passes ``client`` alone (a replayed poll's known answer)."""
-    return lambda c: c == client
-
-
-def heap_offer(heap: JavaPriorityQueue, present: set[int], client: int) -> None:
-    """Kafka's ``offer``: a client already queued is removed first."""
-    if client in present:
-        heap.remove(client)
-    else:
-        present.add(client)
-    heap.offer(client)
-
-
-def heap_poll(
-    heap: JavaPriorityQueue,
-    present: set[int],
-    valid: Callable[[int], bool],
+def replay(
+    ranks: list[int],
+    start: list[int] | None,
+    refill: Iterable[int],
+    steps: Iterable[tuple[int, int, Iterable[tuple[int, int]]]],
     orders: SubsetOrders,
-) -> int | None:
-    """Kafka's ``poll``, every step: pop until a client passes, re-offer the passed-over ones
-    from a new ``HashSet``."""
-    skipped: list[int] = []
-    found: int | None = None
-    while heap.queue:
-        client = heap.poll()
-        assert client is not None
-        present.discard(client)
-        if valid(client):
-            found = client
-            break
-        skipped.append(client)
-    for client in orders.order(skipped):
-        heap_offer(heap, present, client)
-    return found
+) -> tuple[RankQueue, set[int]]:
+    """The real queue after a lazy stretch of ``ConstrainedPrioritySet``: every client queued,
+    laid out as ``start`` (an array of clients) or, if ``None``, filled by offers in
+    ``refill``'s order, compared by ``ranks`` (taken, not copied); then each logged step
+    (kind: :data:`POLL` or an offer; the client; each (client, rank) that step and the later
+    ones see, set in place as in Java's array). A logged poll's answer is known, so its
+    ``valid`` passes that client alone; the pops and re-offers are the real queue's, in C
+    while the array is in order (Java's steps otherwise), where the old replay took Java's
+    steps one Python call per pop."""
+    queue = RankQueue(ranks, start if start is not None else ())
+    if start is None:
+        queue.refill(refill)
+    present = set(range(len(ranks)))
+    for kind, client, overrides in steps:
+        for c, r in overrides:
+            queue.rekey(c, r, c in present)
+        if kind == POLL:
+            found = queue.poll(present, client.__eq__, orders, (client,))
+            assert found == client, "a logged poll replayed differently"
+        else:
+            queue.offer(client, present)
+    return queue, present

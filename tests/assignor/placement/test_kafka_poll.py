@@ -12,11 +12,41 @@ the JDK in the conformance suite) op by op.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from typing import Any
 
 from assignor._java.hash_table import SubsetOrders
 from assignor._java.priority_queue import JavaPriorityQueue
-from assignor.placement.kafka_poll import RankQueue, heap_offer, heap_poll, rank
+from assignor.placement.kafka_poll import RankQueue, rank
+
+
+def heap_offer(heap: JavaPriorityQueue, present: set[int], client: int) -> None:
+    """Kafka's ``offer`` on the plain JDK emulation: a client already queued is removed first."""
+    if client in present:
+        heap.remove(client)
+    else:
+        present.add(client)
+    heap.offer(client)
+
+
+def heap_poll(
+    heap: JavaPriorityQueue, present: set[int], valid: Callable[[int], bool], orders: SubsetOrders
+) -> int | None:
+    """Kafka's ``poll``, every step: pop until a client passes, re-offer the passed-over ones
+    from a new ``HashSet``."""
+    skipped: list[int] = []
+    found: int | None = None
+    while heap.queue:
+        client = heap.poll()
+        assert client is not None
+        present.discard(client)
+        if valid(client):
+            found = client
+            break
+        skipped.append(client)
+    for client in orders.order(skipped):
+        heap_offer(heap, present, client)
+    return found
 
 
 def test_an_offer_that_climbs_past_a_changed_client_is_not_trusted() -> None:
