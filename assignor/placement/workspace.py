@@ -26,8 +26,7 @@ _SORT_KEY = attrgetter("sort_key")  # Kafka's TaskId.compareTo
 _RANK = attrgetter("_rank")  # the same order as one int, kept by unnamed tasks
 _NO_REPORTS: Mapping[int, int] = MappingProxyType({})
 _NO_TASKS: frozenset[TaskId] = frozenset()
-#: Most tasks a :class:`Numbering` keeps one-task sets for (``Numbering.singles``).
-MAX_SINGLES = 20_000
+MAX_SINGLES = 20_000  # most tasks a Numbering keeps one-task sets for (``singles``)
 
 
 @dataclass(slots=True)
@@ -172,6 +171,7 @@ class Workspace:
             latest = LATEST_OFFSET
             sentinels = (LATEST_OFFSET, UNKNOWN_OFFSET_SUM)
             ends_of = defaults.get
+            shared: set[int] = set()  # the tasks whose map and list one client shares (below)
             for c, view in enumerate(views):
                 assert isinstance(view, TaskLags)
                 sums = view.offset_sums
@@ -187,17 +187,15 @@ class Workspace:
                     and set(sums.values()) == {latest}
                     and reported.keys().isdisjoint(found_all)
                 ):
-                    # A client that runs every task it reported (its own actives, the usual
-                    # report), each task reported by nobody before it: each lag is -2, below
-                    # the end sum and caught up, so the loop below would give each task the
-                    # map {c: -2} and the list [c]. Those are the same for all its tasks: one
-                    # of each, shared (read-only, as every per-task map and list of these lags
-                    # is: a later client that reports the task too gets copies, below), stored
-                    # in C, no Python step per report.
+                    # A client running every task it reported, none reported before: the loop
+                    # below would give each task the map {c: -2} and the list [c], so one of
+                    # each is shared (read-only, as all these maps and lists are; a later
+                    # reporter of the task gets copies), stored in C, no step per report.
                     shared_lags, shared_caught = {c: latest}, [c]
                     reported.update(dict.fromkeys(found_all, shared_lags))
                     below.update(found_all)
                     caught.update(dict.fromkeys(found_all, shared_caught))
+                    shared.update(found_all)
                     continue
                 reports = zip(found_all, sums.values(), report_ends, strict=True)
                 for found, offset_sum, end in reports:
@@ -214,13 +212,18 @@ class Workspace:
                         lags_of = reported.get(found)
                         if lags_of is None:
                             reported[found] = {c: lag}
-                        else:  # a copy, not in place: the map may be shared (above)
+                        elif found in shared:  # a copy: the map is shared (above)
                             reported[found] = {**lags_of, c: lag}
+                        else:
+                            lags_of[c] = lag
                         if lag < end:
                             add_below(found)
                         if lag == latest or low <= lag <= high:
                             on = caught.get(found)
-                            caught[found] = [c] if on is None else [*on, c]  # (as the maps)
+                            if on is not None and found not in shared:
+                                on.append(c)
+                            else:  # new, or a copy of the shared list (as the maps)
+                                caught[found] = [c] if on is None else [*on, c]
             specials.update(reported)
             lags.reported_by = reported_by
             lags.below = below
