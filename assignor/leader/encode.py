@@ -76,9 +76,7 @@ def host_maps(
     standby: dict[HostInfo, frozenset[TopicPartition]] = {}
     known = planned.partitions_by_id if planned is not None else by_id or {}
     table = planned.table if planned is not None else None
-    if table is not None and any(
-        len(c.standby) > _FEW_TASKS or len(c.active) > _FEW_TASKS for c in clients.values()
-    ):
+    if table is not None and any(len(c.standby) > _FEW_TASKS for c in clients.values()):
         table.keep_sets()  # (the sets serve hosts of more than a few tasks: ``_host_set``)
     for client in clients.values():
         if client.host_info is None:

@@ -74,10 +74,9 @@ class TaskTable:
     def keep_sets(self) -> None:
         """Make each task's partition set, once per plan (plans of at most ``MAX_SET_TASKS``
         tasks, about 200 bytes a task), for :meth:`partition_set`. The leader asks for them
-        when some host holds more than a few tasks: making them costs about what hashing
-        every partition once costs, which such host maps would pay anyway, and every later
-        rebalance of the plan reads them as they are (a small group's second rebalance, 1,000
-        tasks over 9 hosts without standbys: host maps 3.0 -> 2.3 M instructions)."""
+        when its host maps read every task twice (actives and standbys), so making them
+        costs no more than hashing every partition once more, and every later rebalance of the
+        plan reads them as they are; a rebalance without standbys leaves them unmade."""
         if not self.sets and len(self.codes[0]) <= MAX_SET_TASKS:
             self.sets.extend(map(frozenset, zip(*self.partitions, strict=True)))
 

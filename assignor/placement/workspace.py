@@ -5,8 +5,7 @@ their inner loops. Python cannot afford that at 1,000 clients, so an assignor fi
 clients in ``ProcessId`` order and tasks in ``TaskId`` order (the orders Kafka's ``TreeMap`` and
 ``TreeSet`` use, so comparing the numbers is comparing the ids), does all its work on plain
 lists and sets of ints, and turns the result back into immutable :class:`ClientState` values.
-Nothing here outlives one ``assign`` call.
-"""
+Only a :class:`Numbering` outlives one ``assign`` call."""
 
 from __future__ import annotations
 
@@ -25,8 +24,6 @@ from protocol.messages import LATEST_OFFSET, UNKNOWN_OFFSET_SUM
 _SORT_KEY = attrgetter("sort_key")  # Kafka's TaskId.compareTo
 _RANK = attrgetter("_rank")  # the same order as one int, kept by unnamed tasks
 _NO_REPORTS: Mapping[int, int] = MappingProxyType({})
-_NO_TASKS: frozenset[TaskId] = frozenset()
-MAX_SINGLES = 20_000  # most tasks a Numbering keeps one-task sets for (``singles``)
 
 
 @dataclass(slots=True)
@@ -69,7 +66,6 @@ class Workspace:
     """
 
     __slots__ = (
-        "_numbering",
         "_rank_index",
         "_task_index",
         "active",
@@ -108,7 +104,6 @@ class Workspace:
             else _number_tasks(all_tasks, stateful_tasks)
         )
         self.tasks, self._rank_index, self.stateful = numbered
-        self._numbering = numbering
         n = len(self.clients)
         self.active: list[set[int]] = [set() for _ in range(n)]
         self.standby: list[set[int]] = [set() for _ in range(n)]
@@ -341,25 +336,11 @@ class Workspace:
         self.assign_standby(destination, task)
 
     def results(self) -> dict[ProcessId, ClientState]:
-        singles = self._numbering.singles(self.tasks) if self._numbering is not None else None
-        if singles is not None:
-            # Each client's sets as unions of the tasks' kept one-task sets: the hashes they
-            # keep, in C, where a set of the tasks calls ``TaskId.__hash__`` (a Python method)
-            # once per task and client.
-            pick = singles.__getitem__
-            union = _NO_TASKS.union
-            return {
-                pid: state.with_assignment(
-                    union(*map(pick, self.active[c])), union(*map(pick, self.standby[c]))
-                )
-                for c, (pid, state) in enumerate(zip(self.pids, self.clients, strict=True))
-            }
         task_of = self.tasks.__getitem__
         return {
             pid: state.with_assignment(map(task_of, self.active[c]), map(task_of, self.standby[c]))
             for c, (pid, state) in enumerate(zip(self.pids, self.clients, strict=True))
         }
-
 
 
 Numbered = tuple[list[TaskId], dict[int, int] | None, list[int]]
@@ -378,24 +359,12 @@ class Numbering:
     never change them. One entry; a miss replaces it.
     """
 
-    __slots__ = ("_all", "_numbered", "_singles", "_stateful")
+    __slots__ = ("_all", "_numbered", "_stateful")
 
     def __init__(self) -> None:
         self._all: tuple[TaskId, ...] = ()
         self._stateful: object = None
         self._numbered: Numbered | None = None
-        self._singles: list[frozenset[TaskId]] | None = None
-
-    def singles(self, tasks: list[TaskId]) -> list[frozenset[TaskId]] | None:
-        """A one-task set per task of the kept numbering (made on first use, for plans of at
-        most ``MAX_SINGLES`` tasks: about 200 bytes a task), if ``tasks`` is its task list;
-        ``Workspace.results`` makes each client's sets as their unions."""
-        kept = self._numbered
-        if kept is None or tasks is not kept[0] or len(tasks) > MAX_SINGLES:
-            return None
-        if self._singles is None:
-            self._singles = list(map(frozenset, zip(tasks)))
-        return self._singles
 
     def number(
         self, all_tasks: Collection[TaskId], stateful_tasks: Collection[TaskId]
@@ -412,7 +381,6 @@ class Numbering:
         numbered = _number_tasks(all_tasks, stateful_tasks)
         if type(stateful_tasks) is frozenset:
             self._all, self._stateful, self._numbered = tuple(all_tasks), stateful_tasks, numbered
-            self._singles = None
         return numbered
 
 

@@ -194,7 +194,7 @@ def _dense(inputs: _Inputs) -> _Inputs:
 
 def test_shared_reports_and_a_kept_numbering_place_as_the_dense_path() -> None:
     """A client running all it reported shares one map and one list across its tasks, and a
-    leader's ``Numbering`` (a hit on the second call: kept lists and one-task sets) gives each
+    leader's ``Numbering`` (a hit on the second call: its kept lists) gives each
     workspace its tasks: the placement, the lags and each client's sets must equal those of
     fresh dense workspaces (before and after the placement: no later reporter or step may
     change a shared map)."""
