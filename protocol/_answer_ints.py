@@ -32,6 +32,18 @@ class Fallback(Exception):
     """This answer is not the common case: the codec writes it (or refuses it)."""
 
 
+def among(task: TaskId, tasks: tuple[TaskId, ...]) -> bool:
+    """``task in tasks`` for an unnamed task: by the ints the tasks keep (``TaskId._rank``,
+    equal exactly for equal unnamed tasks), compared in C, where ``in`` calls ``TaskId.__eq__``
+    (a Python method) on each task that is not the same object (a member's warm-up standby
+    against its hundred actives). A task without a rank is compared as ``in`` does."""
+    try:
+        rank = task._rank
+        return rank in list(map(_RANK, tasks))
+    except AttributeError:
+        return task in tasks
+
+
 def unnamed_task_ints(active: tuple[TaskId, ...], named: bool) -> list[int]:
     """``[s0, p0, s1, p1, ...]`` (``[0, s0, p0, ...]`` when ``named``) of unnamed tasks, from
     each task's rank (``TaskId._rank``: ``subtopology << 31 | partition``, read from the task's
@@ -96,7 +108,7 @@ def ranked_standby_entries(
     return list(zip(*columns, strict=True))
 
 
-__all__ = ["Fallback", "ranked_standby_entries", "unnamed_task_ints"]
+__all__ = ["Fallback", "among", "ranked_standby_entries", "unnamed_task_ints"]
 
 
 def packed_standby_entries(

@@ -23,6 +23,7 @@ from operator import attrgetter
 import msgpack
 
 from protocol._answer_ints import Fallback as _Fallback
+from protocol._answer_ints import among as _among
 from protocol._answer_ints import ranked_standby_entries, unnamed_task_ints
 from protocol._answer_parts import EMPTY_ARRAY as _EMPTY_ARRAY
 from protocol._answer_parts import MAX_WIDENED
@@ -51,6 +52,7 @@ _TOPOLOGY = attrgetter("topology")
 _SUBTOPOLOGY = attrgetter("subtopology")
 _PARTITION = attrgetter("partition")
 _TOPIC = attrgetter("topic")
+
 
 
 class AnswerWriter:
@@ -378,7 +380,7 @@ class AnswerWriter:
         10,000 consumers a thousand members carry exactly one, and the collection-wide
         checks cost more than the entry."""
         ((task, partitions),) = standby.items()
-        if len(partitions) != 1 or task.topology is not None or task in active:
+        if len(partitions) != 1 or task.topology is not None or _among(task, active):
             return self._standby_entries(standby, active, index)
         (tp,) = partitions
         topic = index.get(tp.topic)

@@ -68,6 +68,7 @@ class HighAvailabilityTaskAssignor:
             stateful_tasks,
             with_lags=not lone,
             acceptable_lag=config.acceptable_recovery_lag,
+            numbering=self._targets.numbering if self._targets is not None else None,
         )
         probing, warmups = assign_high_availability(
             ws, config, movements=not lone, targets=self._targets

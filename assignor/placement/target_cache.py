@@ -33,7 +33,7 @@ from operator import attrgetter
 from typing import Any
 
 from assignor.placement import standby as _standby_module
-from assignor.placement.workspace import Workspace
+from assignor.placement.workspace import Numbering, Workspace
 
 _SORT_KEY = attrgetter("sort_key")
 _LOG = _standby_module.log
@@ -92,10 +92,13 @@ class TargetCache:
     """The last balanced target and its inputs (one per leader; aiokafka calls ``assign()``
     from one event loop)."""
 
-    __slots__ = ("_last",)
+    __slots__ = ("_last", "numbering")
 
     def __init__(self) -> None:
         self._last: _Target | None = None
+        #: the leader's last numbering of its tasks, for its workspaces (kept here, with the
+        #: target, because both live as long as the leader and are handed to the assignor)
+        self.numbering = Numbering()
 
     def place(
         self,

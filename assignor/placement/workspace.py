@@ -5,8 +5,7 @@ their inner loops. Python cannot afford that at 1,000 clients, so an assignor fi
 clients in ``ProcessId`` order and tasks in ``TaskId`` order (the orders Kafka's ``TreeMap`` and
 ``TreeSet`` use, so comparing the numbers is comparing the ids), does all its work on plain
 lists and sets of ints, and turns the result back into immutable :class:`ClientState` values.
-Nothing here outlives one ``assign`` call.
-"""
+Only a :class:`Numbering` outlives one ``assign`` call."""
 
 from __future__ import annotations
 
@@ -15,6 +14,7 @@ from dataclasses import dataclass, field
 from itertools import repeat
 from operator import attrgetter, is_
 from types import MappingProxyType
+from typing import cast
 
 from assignor.placement.client_state import ClientState
 from assignor.placement.lags import LONG_MAX, TaskLags
@@ -89,47 +89,21 @@ class Workspace:
         *,
         with_lags: bool = True,
         acceptable_lag: int | None = None,
+        numbering: Numbering | None = None,
     ) -> None:
         """``acceptable_lag``: ``acceptable.recovery.lag``, if the caller will ask who is caught
-        up (the lags then also record it, on the same pass)."""
+        up (the lags then also record it, on the same pass). ``numbering``: a leader's kept
+        numbering of its tasks (:class:`Numbering`), else they are numbered afresh."""
         self.pids: list[ProcessId] = sorted(clients, key=lambda p: p.sort_key)
         self.clients: list[ClientState] = [clients[p] for p in self.pids]
         self.capacity: list[int] = [c.capacity for c in self.clients]
         self._task_index: dict[TaskId, int] | None = None
-        # Unnamed tasks (the usual topology) each keep one int in Kafka's task order
-        # (``TaskId._rank``), read in C; sets, the sort and every look-up below then hash ints
-        # instead of calling ``TaskId.__hash__`` (a Python method) once per task and per report.
-        self._rank_index: dict[int, int] | None = None
-        all_ranks = _ranks(all_tasks)
-        stateful_ranks = _ranks(stateful_tasks) if all_ranks is not None else None
-        if all_ranks is not None and stateful_ranks is not None:
-            rank_set = set(all_ranks)
-            stateful_rank_set = set(stateful_ranks)
-            if len(rank_set) == len(all_ranks) and stateful_rank_set <= rank_set:
-                self.tasks = sorted(all_tasks, key=_RANK)
-                ranks = sorted(all_ranks)
-                self._rank_index = dict(zip(ranks, range(len(ranks)), strict=True))
-                self.stateful = (
-                    list(range(len(ranks)))
-                    if len(stateful_rank_set) == len(rank_set)
-                    else [i for i, r in enumerate(ranks) if r in stateful_rank_set]
-                )
-        if self._rank_index is None:  # named tasks, repeats or a stateful task unknown
-            stateful_set = set(stateful_tasks)
-            all_set = set(all_tasks)
-            unknown = stateful_set.difference(all_set)  # set against set: stored hashes serve
-            if unknown:
-                raise ValueError(f"stateful tasks {sorted(unknown)} are not among all tasks")
-            # Sorting the caller's sequence when it has no repeats: the leader's is already in
-            # task order, which timsort checks in n comparisons; a set's hash order costs
-            # n log n comparisons of key tuples (2 ms at 6,000 tasks).
-            given = all_tasks if len(all_set) == len(all_tasks) else all_set
-            self.tasks = sorted(given, key=_SORT_KEY)
-            self.stateful = (
-                list(range(len(self.tasks)))  # every task stateful, the usual case: no lookups
-                if len(stateful_set) == len(all_set)
-                else [i for i, t in enumerate(self.tasks) if t in stateful_set]
-            )
+        numbered = (
+            numbering.number(all_tasks, stateful_tasks)
+            if numbering is not None
+            else _number_tasks(all_tasks, stateful_tasks)
+        )
+        self.tasks, self._rank_index, self.stateful = numbered
         n = len(self.clients)
         self.active: list[set[int]] = [set() for _ in range(n)]
         self.standby: list[set[int]] = [set() for _ in range(n)]
@@ -192,6 +166,7 @@ class Workspace:
             latest = LATEST_OFFSET
             sentinels = (LATEST_OFFSET, UNKNOWN_OFFSET_SUM)
             ends_of = defaults.get
+            shared: set[int] = set()  # the tasks whose map and list one client shares (below)
             for c, view in enumerate(views):
                 assert isinstance(view, TaskLags)
                 sums = view.offset_sums
@@ -199,7 +174,24 @@ class Workspace:
                 found_all = numbers(sums)
                 reported_by.append(set(found_all))
                 # each report's end sum; None: no longer in the topology, or stateless
-                report_ends = map(ends_of, found_all)
+                report_ends = list(map(ends_of, found_all))
+                if (
+                    report_ends
+                    and None not in report_ends
+                    and min(cast(list[int], report_ends)) > latest
+                    and set(sums.values()) == {latest}
+                    and reported.keys().isdisjoint(found_all)
+                ):
+                    # A client running every task it reported, none reported before: the loop
+                    # below would give each task the map {c: -2} and the list [c], so one of
+                    # each is shared (read-only, as all these maps and lists are; a later
+                    # reporter of the task gets copies), stored in C, no step per report.
+                    shared_lags, shared_caught = {c: latest}, [c]
+                    reported.update(dict.fromkeys(found_all, shared_lags))
+                    below.update(found_all)
+                    caught.update(dict.fromkeys(found_all, shared_caught))
+                    shared.update(found_all)
+                    continue
                 reports = zip(found_all, sums.values(), report_ends, strict=True)
                 for found, offset_sum, end in reports:
                     if end is None:
@@ -214,16 +206,19 @@ class Workspace:
                     if lag != end:
                         lags_of = reported.get(found)
                         if lags_of is None:
-                            lags_of = reported[found] = {}
-                        lags_of[c] = lag
+                            reported[found] = {c: lag}
+                        elif found in shared:  # a copy: the map is shared (above)
+                            reported[found] = {**lags_of, c: lag}
+                        else:
+                            lags_of[c] = lag
                         if lag < end:
                             add_below(found)
                         if lag == latest or low <= lag <= high:
                             on = caught.get(found)
-                            if on is None:
-                                caught[found] = [c]
-                            else:
+                            if on is not None and found not in shared:
                                 on.append(c)
+                            else:  # new, or a copy of the shared list (as the maps)
+                                caught[found] = [c] if on is None else [*on, c]
             specials.update(reported)
             lags.reported_by = reported_by
             lags.below = below
@@ -346,6 +341,89 @@ class Workspace:
             pid: state.with_assignment(map(task_of, self.active[c]), map(task_of, self.standby[c]))
             for c, (pid, state) in enumerate(zip(self.pids, self.clients, strict=True))
         }
+
+
+Numbered = tuple[list[TaskId], dict[int, int] | None, list[int]]
+
+
+class Numbering:
+    """The last numbering of one leader's tasks, handed to each rebalance's workspace.
+
+    Why: the numbering (the rank sort, the index by rank, the stateful numbers) depends on the
+    tasks alone, which a leader's rebalances share while the topology and partition counts
+    stay (its task plan is cached: ``assignor.leader.cache``), and computing it was a third of
+    a small group's workspace (1,000 tasks over 9 clients). Kept as the very objects it was
+    computed from: a hit needs the same ``frozenset`` of stateful tasks (immutable) and the
+    same task objects in the same order (an identity test per task, in C), so the numbering is
+    the one computed from equal inputs. The kept lists are shared by the workspaces, which
+    never change them. One entry; a miss replaces it.
+    """
+
+    __slots__ = ("_all", "_numbered", "_stateful")
+
+    def __init__(self) -> None:
+        self._all: tuple[TaskId, ...] = ()
+        self._stateful: object = None
+        self._numbered: Numbered | None = None
+
+    def number(
+        self, all_tasks: Collection[TaskId], stateful_tasks: Collection[TaskId]
+    ) -> Numbered:
+        """``_number_tasks(all_tasks, stateful_tasks)``, the kept one when the inputs are it."""
+        kept = self._numbered
+        if (
+            kept is not None
+            and stateful_tasks is self._stateful
+            and len(all_tasks) == len(self._all)
+            and all(map(is_, all_tasks, self._all))
+        ):
+            return kept
+        numbered = _number_tasks(all_tasks, stateful_tasks)
+        if type(stateful_tasks) is frozenset:
+            self._all, self._stateful, self._numbered = tuple(all_tasks), stateful_tasks, numbered
+        return numbered
+
+
+def _number_tasks(all_tasks: Collection[TaskId], stateful_tasks: Collection[TaskId]) -> Numbered:
+    """The tasks in Kafka's order, each unnamed task's number by its rank (``None`` for named
+    tasks), and the stateful tasks' numbers (see :class:`Workspace`)."""
+    # Unnamed tasks (the usual topology) each keep one int in Kafka's task order
+    # (``TaskId._rank``), read in C; sets, the sort and every look-up below then hash ints
+    # instead of calling ``TaskId.__hash__`` (a Python method) once per task and per report.
+    rank_index: dict[int, int] | None = None
+    tasks: list[TaskId]
+    stateful: list[int]
+    all_ranks = _ranks(all_tasks)
+    stateful_ranks = _ranks(stateful_tasks) if all_ranks is not None else None
+    if all_ranks is not None and stateful_ranks is not None:
+        rank_set = set(all_ranks)
+        stateful_rank_set = set(stateful_ranks)
+        if len(rank_set) == len(all_ranks) and stateful_rank_set <= rank_set:
+            tasks = sorted(all_tasks, key=_RANK)
+            ranks = sorted(all_ranks)
+            rank_index = dict(zip(ranks, range(len(ranks)), strict=True))
+            stateful = (
+                list(range(len(ranks)))
+                if len(stateful_rank_set) == len(rank_set)
+                else [i for i, r in enumerate(ranks) if r in stateful_rank_set]
+            )
+    if rank_index is None:  # named tasks, repeats or a stateful task unknown
+        stateful_set = set(stateful_tasks)
+        all_set = set(all_tasks)
+        unknown = stateful_set.difference(all_set)  # set against set: stored hashes serve
+        if unknown:
+            raise ValueError(f"stateful tasks {sorted(unknown)} are not among all tasks")
+        # Sorting the caller's sequence when it has no repeats: the leader's is already in
+        # task order, which timsort checks in n comparisons; a set's hash order costs
+        # n log n comparisons of key tuples (2 ms at 6,000 tasks).
+        given = all_tasks if len(all_set) == len(all_tasks) else all_set
+        tasks = sorted(given, key=_SORT_KEY)
+        stateful = (
+            list(range(len(tasks)))  # every task stateful, the usual case: no lookups
+            if len(stateful_set) == len(all_set)
+            else [i for i, t in enumerate(tasks) if t in stateful_set]
+        )
+    return tasks, rank_index, stateful
 
 
 def _ranks(tasks: Collection[TaskId]) -> list[int] | None:

@@ -182,3 +182,60 @@ def test_end_sums_read_in_order_equal_the_look_ups() -> None:
         assert same == workspace._stateful_ends(copies, keyed, None), seed
         compared += len(same)
     assert compared > SEEDS
+
+
+def _dense(inputs: _Inputs) -> _Inputs:
+    """The same inputs with every lag view materialised as a plain dict: the workspace then
+    takes its per-task path, which records nothing and shares no map or list."""
+    clients, tasks, stateful, config = inputs
+    dense = {pid: dataclasses.replace(s, task_lags=dict(s.task_lags)) for pid, s in clients.items()}
+    return dense, tasks, stateful, config
+
+
+def test_shared_reports_and_a_kept_numbering_place_as_the_dense_path() -> None:
+    """A client running all it reported shares one map and one list across its tasks, and a
+    leader's ``Numbering`` (a hit on the second call: its kept lists) gives each
+    workspace its tasks: the placement, the lags and each client's sets must equal those of
+    fresh dense workspaces (before and after the placement: no later reporter or step may
+    change a shared map)."""
+    shared = 0
+    for seed in range(SEEDS // 3):
+        clients, tasks, stateful, config = _inputs(seed, "member left")
+        # the last client (in ``ProcessId`` order) also reports the first one's running tasks,
+        # after that client's shared map and list were stored
+        order = sorted(clients, key=lambda p: p.sort_key)
+        first, last = clients[order[0]], clients[order[-1]]
+        view = last.task_lags
+        assert isinstance(view, TaskLags)
+        sent = view.offset_sums
+        extra = {t: view.end_sums[t] // 2 for t in first.previous_active if t not in sent}
+        clients = clients | {
+            order[-1]: dataclasses.replace(
+                last, task_lags=TaskLags({**view.offset_sums, **extra}, view.end_sums)
+            )
+        }
+        inputs = clients, tasks, stateful, config
+        kafka = _place(_dense(inputs), recorded=False)
+        dense_clients = _dense(inputs)[0]
+        dense = Workspace(dense_clients, tasks, stateful)
+        numbering = workspace.Numbering()
+        for _ in range(2):  # a miss, then a hit
+            ws = Workspace(
+                clients,
+                tuple(tasks),
+                frozenset(stateful),
+                acceptable_lag=config.acceptable_recovery_lag,
+                numbering=numbering,
+            )
+            maps = list(ws.lags.special.values())
+            shared += len(maps) - len({id(m) for m in maps})
+            probing, warmups = assign_high_availability(ws, config)
+            # (the dense lags keep another default per task: the decisions are compared, and
+            # every client's lag on every task)
+            ours = {"clients": ws.results(), "probing": probing, "warmups": warmups}
+            assert ours == {k: kafka[k] for k in ours}, f"seed {seed} differs"
+            lag = CaughtUp(ws, config.acceptable_recovery_lag).lag
+            assert all(
+                lag(c, t) == dense.lags.lag(c, t) for c in range(len(ws.pids)) for t in ws.stateful
+            ), f"seed {seed}: lags differ"
+    assert shared > SEEDS, shared  # the shared maps were exercised
