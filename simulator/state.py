@@ -47,8 +47,9 @@ _EPSILON = 1e-6
 _NEVER = float("inf")
 #: an unnamed ``TaskId``'s kept (subtopology, partition) rank (AttributeError for others)
 _RANK = attrgetter("_rank")
-#: the collections assignments come in (a ``Collection`` ABC check costs a microsecond)
-_COLLECTIONS = (frozenset, set, list, tuple)
+#: the collections assignments come in (a ``Collection`` ABC check costs a microsecond; ours
+#: hands its tasks as dicts, task -> partitions: two ABC checks per thread per rebalance)
+_COLLECTIONS = (dict, frozenset, set, list, tuple)
 #: ``i is not None``, in C: a filter for looked-up indices (0 is an index)
 _KNOWN = cast(Callable[[int | None], TypeGuard[int]], partial(is_not, None))
 

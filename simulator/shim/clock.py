@@ -330,8 +330,15 @@ class _VirtualTimeLoop(asyncio.SelectorEventLoop):
         self._deadlines_cancelled = 0
 
     def _run_once(self) -> None:
-        """One asyncio loop step, after arming the deadlines it can reach (``Deadline``)."""
-        if self._deadlines:
+        """One asyncio loop step, after arming the deadlines it can reach (``Deadline``).
+
+        With callbacks ready the step does not jump, so nothing beyond two resolutions from now
+        is armed; when the heap's first entry is past that too (live or not: every other entry
+        is later still), arming would only tidy the heap's head, which a later step does as
+        well (most steps of a rebalance: 1,222 in a cold start of 400 members)."""
+        deadlines = self._deadlines
+        if deadlines and not ((self._ready or self._stopping)  # type: ignore[attr-defined]
+                              and deadlines[0][0] >= self._virtual_now + 2 * _VIRTUAL_RESOLUTION):
             self._arm_due_deadlines()
         super()._run_once()  # type: ignore[misc]
 
