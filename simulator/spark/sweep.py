@@ -10,7 +10,8 @@ Flow (one Spark job does the replays; everything after reads what it wrote):
    cached so that each job replays once, and counted: rows out must equal jobs in, or the sweep
    fails;
 3. the bundle is split into ``scenarios/``, ``rebalances/`` and ``violations/``, each written as
-   Parquet partitioned by ``family`` and ``assignor`` (sorted inside, so files compare);
+   Parquet partitioned by ``family`` and ``assignor`` (sorted inside, so files compare); the
+   three writes are submitted together (:mod:`simulator.spark.together`);
 4. ``run.json`` records what ran (mix, seed, counts, versions, machine, duration);
 5. the summaries are computed by Spark from the Parquet (:mod:`simulator.spark.summary`) and the
    report is rendered (:mod:`simulator.report`), exactly as ``report DIR`` would.
@@ -42,6 +43,7 @@ from simulator.spark.mix import MAX_JOBS
 from simulator.spark.progress import progress
 from simulator.spark.schema import BUNDLE_SCHEMA
 from simulator.spark.session import parallelism, session
+from simulator.spark.together import together
 
 #: The tables of a sweep folder, with the columns each is sorted by inside its files.
 TABLE_ORDER: dict[str, tuple[str, ...]] = {
@@ -167,10 +169,13 @@ def run_jobs(spark: SparkSession, batches: list[list[mix.Job]], total: int,
         replay_s = time.monotonic() - began
         if produced != total:
             raise SweepError(f"{produced} scenario rows for {total} jobs")
-        _write(bundles.select("scenario.*"), out / "scenarios", TABLE_ORDER["scenarios"])
-        for table, column in (("rebalances", "rebalances"), ("violations", "violations")):
-            rows_of = bundles.select(F.explode(column).alias("row")).select("row.*")
-            _write(rows_of, out / table, TABLE_ORDER[table])
+        # the three writes read the cached bundle independently: submitted together
+        # (:mod:`simulator.spark.together`), not one after the other
+        frames = {"scenarios": bundles.select("scenario.*")}
+        for table in ("rebalances", "violations"):
+            frames[table] = bundles.select(F.explode(table).alias("row")).select("row.*")
+        together(*(partial(_write, frame, out / table, TABLE_ORDER[table])
+                   for table, frame in frames.items()))
     finally:
         bundles.unpersist()
     return ReplayStats(replay_s, float(busy.value), int(children.value),
