@@ -38,7 +38,6 @@ _OFFER = 0
 _BETWEEN_LIMIT = 8
 # up to this many clients a scan of the queued keys is cheaper than keeping them sorted
 _SMALL = 32
-_POLL = POLL
 
 # One logged step: kind, client, and the keys (client, key) the replay must see from then on.
 _Step = tuple[int, int, tuple[tuple[int, Any], ...]]
@@ -164,7 +163,7 @@ class ConstrainedPrioritySet:
         if self._log is not None and self._ordered and not self._changed():
             found = self._lightest(valid, candidates)
             if found is not None:
-                self._log.append((_POLL, found, ()))
+                self._log.append((POLL, found, ()))
                 self._present.discard(found)
                 return found
             if len(self._present) == len(self._spread):

@@ -1,7 +1,7 @@
 """Independent Spark jobs of the driver, submitted together from threads.
 
 Why: after the replays the sweep ran its small Spark jobs one after the other (three Parquet
-writes, then about ten aggregations for the summary). Each small job leaves the cores idle while
+writes, then the summary's seven aggregations). Each small job leaves the cores idle while
 the driver plans it, the scheduler starts its few tasks and the output is committed; jobs
 submitted together from threads fill those gaps, and Spark runs concurrent jobs of one session
 as it runs one (same plans, same data, same results: only the wall clock changes). (The
