@@ -121,34 +121,44 @@ def _default_equal_capacities(ws: Workspace, replicas: int) -> None:
     which compares in C without building a tuple and a double per placement. Keys and
     ``touched`` are brought up to date once per client at the end: nothing reads them
     before (``tests/assignor/placement/test_standby.py`` compares this with the general
-    placement on random workspaces)."""
+    placement on random workspaces). The counts are read back from the order's keys at
+    the end too, and the least-loaded client is tried before any scan: at 1,000 tasks a
+    count, a set insertion and an ``enumerate`` per placement were a third of the loop."""
     active = ws.active
     standby = ws.standby
     count = ws.count
     order = sorted((n << 32) | c for c, n in enumerate(count))
     low = (1 << 32) - 1
-    changed: set[int] = set()
+    one = 1 << 32
+    insort = bisect.insort
     for task in ws.stateful:
         remaining = replicas
         while remaining > 0:
-            for i, key in enumerate(order):  # noqa: B007 (i: the slot found)
-                client = key & low
-                if task not in active[client] and task not in standby[client]:
-                    break
-            else:
-                break  # no client without a copy is left
+            key = order[0]
+            client = key & low
+            i = 0
+            if task in active[client] or task in standby[client]:
+                for i, key in enumerate(order):  # noqa: B007 (i: the slot found)
+                    client = key & low
+                    if task not in active[client] and task not in standby[client]:
+                        break
+                else:
+                    break  # no client without a copy is left
             del order[i]
             standby[client].add(task)
-            count[client] += 1
-            changed.add(client)
-            bisect.insort(order, key + (1 << 32))
+            insort(order, key + one)
             remaining -= 1
         if remaining > 0:
             log.debug(_SHORTFALL, remaining, replicas, ws.tasks[task])
+    placed = count.copy()
+    for key in order:
+        placed[key & low] = key >> 32
     capacity = ws.capacity
-    for client in sorted(changed):
-        ws.keys[client] = (count[client] / capacity[client], client)
-        ws.touched.append(client)
+    for client, n in enumerate(placed):
+        if n != count[client]:  # (counts only grow: the clients that took a copy)
+            count[client] = n
+            ws.keys[client] = (n / capacity[client], client)
+            ws.touched.append(client)
 
 
 def _place(ws: Workspace, clients: _LeastLoaded, task: int, remaining: int, replicas: int) -> int:

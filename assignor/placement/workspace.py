@@ -206,8 +206,14 @@ class Workspace:
                     if lag != end:
                         lags_of = reported.get(found)
                         if lags_of is None:
+                            # the task's first report: it has no caught list either
                             reported[found] = {c: lag}
-                        elif found in shared:  # a copy: the map is shared (above)
+                            if lag < end:
+                                add_below(found)
+                            if lag == latest or low <= lag <= high:
+                                caught[found] = [c]
+                            continue
+                        if found in shared:  # a copy: the map is shared (above)
                             reported[found] = {**lags_of, c: lag}
                         else:
                             lags_of[c] = lag
