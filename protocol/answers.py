@@ -220,6 +220,8 @@ class AnswerWriter:
                 raise _Fallback
             packed_entries = standby_packed
         elif standby:
+            if not shared.topic_index and (wider := self._widened(shared, standby)) is not None:
+                shared, widened = wider, True  # maps naming no topic: widened first, not on refusal
             try:
                 packed_entries = pack(self._entries(standby, active, shared.topic_index))
             except _Fallback:
