@@ -77,6 +77,13 @@ class MetricsRecorder:
         for name, amount in increments.items():
             self._counts[name] = self._counts.get(name, 0) + amount
 
+    def received(self, error: bool) -> None:
+        """``add(rebalances=1, assignment_errors=int(error))``, without the keyword dict and
+        its loop: every consumer counts every answer it receives."""
+        counts = self._counts
+        counts["rebalances"] = counts.get("rebalances", 0) + 1
+        counts["assignment_errors"] = counts.get("assignment_errors", 0) + int(error)
+
     def assign_timed(self, seconds: float) -> None:
         self.add(assign_calls=1, assign_seconds_total=seconds)
         self._counts["assign_seconds_last"] = seconds
