@@ -74,6 +74,9 @@ Kind = Literal["subscription", "assignment"]
 Message = SubscriptionInfo | AssignmentInfo | VersionHeader
 
 _ARTICLED = {KIND_SUBSCRIPTION: "a subscription", KIND_ASSIGNMENT: "an assignment"}
+#: ``msgpack.packb(..., use_bin_type=True)`` without a new ``Packer`` per call (every consumer
+#: writes a subscription at every join; the packer empties itself after each call, raised or not)
+_PACK_SUBSCRIPTION: Final = msgpack.Packer(use_bin_type=True).pack
 #: Largest payload of each kind that is read beyond its header.
 _MAX_BYTES = {KIND_SUBSCRIPTION: MAX_SUBSCRIPTION_BYTES, KIND_ASSIGNMENT: MAX_ASSIGNMENT_BYTES}
 
@@ -114,7 +117,7 @@ class Codec:
     def encode_subscription(self, info: SubscriptionInfo, version: int | None = None) -> bytes:
         """Write ``info`` at ``version`` (default ``info.version``); see the module for drops."""
         version = self._version_to_write(version, info.version, "subscription")
-        packed = msgpack.packb(_subscription_format.encode(info, version), use_bin_type=True)
+        packed = _PACK_SUBSCRIPTION(_subscription_format.encode(info, version))
         return _checked_size(packed, KIND_SUBSCRIPTION)
 
     def encode_assignment(self, info: AssignmentInfo, version: int | None = None) -> bytes:
