@@ -200,14 +200,18 @@ def repeat_decision(decision: MemberDecision) -> MemberDecision:
     maps are fresh copies in the same order, as a new interpretation builds them.
     """
     done = decision.assignment
+    # (positional, in the fields' order: a frozen dataclass's keywords cost a dict per call;
+    # the error fields are their defaults, as ``decision`` has no error)
     assignment = MemberAssignment(
-        active_tasks=dict(done.active_tasks),
-        standby_tasks=dict(done.standby_tasks),
-        partitions_by_host=dict(done.partitions_by_host),
-        standby_partitions_by_host=dict(done.standby_partitions_by_host),
-        host_maps_complete=done.host_maps_complete,
-        changes=diff_tasks(done, done.active_tasks, done.standby_tasks),
-        changelogs=dict(done.changelogs),
+        dict(done.active_tasks),
+        dict(done.standby_tasks),
+        dict(done.partitions_by_host),
+        dict(done.standby_partitions_by_host),
+        diff_tasks(done, done.active_tasks, done.standby_tasks),
+        AssignorError.NONE,
+        "",
+        dict(done.changelogs),
+        done.host_maps_complete,
     )
     return MemberDecision(
         assignment, decision.next_used_version, decision.rebalance_at_ms, decision.reason
@@ -268,13 +272,13 @@ def diff_tasks(
     """Kept, added and removed tasks since ``previous`` (aiokafka revokes everything anyway)."""
     before_active, after_active = set(previous.active_tasks), set(active)
     before_standby, after_standby = set(previous.standby_tasks), set(standby)
-    return TaskChanges(
-        kept_active=frozenset(before_active & after_active),
-        added_active=frozenset(after_active - before_active),
-        removed_active=frozenset(before_active - after_active),
-        kept_standby=frozenset(before_standby & after_standby),
-        added_standby=frozenset(after_standby - before_standby),
-        removed_standby=frozenset(before_standby - after_standby),
+    return TaskChanges(  # kept, added, removed actives; the same of standbys (positional)
+        frozenset(before_active & after_active),
+        frozenset(after_active - before_active),
+        frozenset(before_active - after_active),
+        frozenset(before_standby & after_standby),
+        frozenset(after_standby - before_standby),
+        frozenset(before_standby - after_standby),
     )
 
 
