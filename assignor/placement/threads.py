@@ -49,8 +49,8 @@ def _task_sorted(tasks: Iterable[TaskId]) -> list[TaskId]:
     One sort by each task's kept key, read from its slot rather than through the ``sort_key``
     property (a Python call per task): the int ``TaskId._rank`` when every task is unnamed (a
     quarter of a tuple sort's cost: 6,000 tasks of a client 2.3 -> 0.6 ms), else the kept tuple
-    ``TaskId._sort_key``. A task of a named topology has no rank, and one whose keys are not
-    kept (unpickled, say) neither: the sort then falls back, finally to the property.
+    ``TaskId._sort_key``. A task of a named topology has no rank: the sort then falls back (to
+    the property last, though every task now keeps its tuple).
     """
     ordered = list(tasks)
     for key in (_KEPT_RANK, _KEPT_SORT_KEY):
