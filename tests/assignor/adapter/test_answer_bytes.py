@@ -150,3 +150,20 @@ def test_aiokafka_sends_bytes_answers_as_they_are() -> None:
     source = inspect.getsource(CoordinatorGroupRebalance._on_join_leader)
     assert "if not isinstance(assignment, bytes):" in source
     assert "assignment = assignment.encode()" in source
+
+
+def test_member_metadata_built_without_struct_init_equals_aiokafkas() -> None:
+    """The join's metadata, filled directly, is aiokafka's own struct field for field and byte for
+    byte; and the installed aiokafka is the plain ``Struct`` the direct fill assumes, so the fast
+    path is the one tested."""
+    from assignor.adapter.answer_bytes import CONSUMER_PROTOCOL_VERSION
+    from assignor.adapter.streams_assignor import _PLAIN_METADATA, _member_metadata
+
+    assert _PLAIN_METADATA
+    built = _member_metadata(["a", "b"], b"\x00\x01user")
+    expected = ConsumerProtocolMemberMetadata(
+        CONSUMER_PROTOCOL_VERSION, ["a", "b"], b"\x00\x01user"
+    )
+    assert type(built) is ConsumerProtocolMemberMetadata
+    assert vars(built) == vars(expected)
+    assert built.encode() == expected.encode()
