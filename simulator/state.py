@@ -206,7 +206,8 @@ class StateModel:
 
     def stop(self, process: str, thread: int | None = None) -> None:
         """The thread (every thread if ``None``) stops processing: a rebalance began for it."""
-        self._touch(process)
+        self._parts.stale.add(process)  # ``_touch``, inline: each member's join and assignment
+        self._scanned = None
         self._cleaner.start(process, self.now)
         for index, state in self._threads.get(process, {}).items():
             if thread is None or index == thread:
@@ -216,18 +217,27 @@ class StateModel:
         self, process: str, thread: int, active: Iterable[TaskId], standby: Iterable[TaskId]
     ) -> None:
         """The thread got its assignment and runs it from now on."""
-        self._touch(process)
+        self._parts.stale.add(process)  # ``_touch``, inline
+        self._scanned = None
         self._disk_version += 1
         actives, standbys = self._indices(active), self._indices(standby)
         threads = self._threads.setdefault(process, {})
-        self._cleaner.start(process, self.now)
-        self._clean(process)  # a returning task restores from what the cleaner left
-        self._cleaner.reassign(process, threads.get(thread), actives, standbys, threads,
-                               self._disk.get(process, {}), self.now)
+        now, cleaner = self.now, self._cleaner
+        cleaner.start(process, now)
+        # a returning task restores from what the cleaner left (``_clean``'s own test first:
+        # most calls find no run due, and skip its frame)
+        if now >= cleaner.due.get(process, _NEVER):
+            self._clean(process)
+        cleaner.reassign(process, threads.get(thread), actives, standbys, threads,
+                         self._disk.get(process, {}), now)
         threads[thread] = ThreadTasks(actives, standbys, True)
         disk = self._disk.setdefault(process, {})
-        for i in (*actives, *standbys):
-            if self._end[i] is not None:
+        ends = self._end
+        for i in actives:
+            if ends[i] is not None:
+                disk.setdefault(i, 0.0)
+        for i in standbys:
+            if ends[i] is not None:
                 disk.setdefault(i, 0.0)
         settling = self._settling.get(process)
         if settling is not None:

@@ -487,5 +487,8 @@ class ShimMember:
             self.on_change(self)
 
     def _log(self, kind: str, detail: Text) -> None:
-        self.journal.log(self.clock.time(), self.group_id, kind,
-                         self.member_id or ("<{}>".format, self.name), detail)
+        # ``Journal.log`` inline (a member logs some four events a rebalance: a frame each)
+        journal = self.journal
+        journal.logged += 1
+        journal._logged.append((self.clock.time(), self.group_id, kind,
+                                self.member_id or ("<{}>".format, self.name), detail))
