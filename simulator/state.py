@@ -296,6 +296,25 @@ class StateModel:
         self._clean(process)
         return None if i is None else self._disk.get(process, {}).get(i)
 
+    def restore_needed(self, moves: Iterable[tuple[TaskId, str]]) -> int:
+        """Records the ``(task, process)`` moves make restore: per stateful task, its end less
+        the process's local position (nothing on disk: from 0), truncated, summed. What
+        ``end_of`` and ``position`` answer, with one index lookup per task and the cleaner's
+        look at each process once (at one instant a second look deletes nothing more)."""
+        index, ends, disks = self._index, self._end, self._disk
+        cleaned: set[str] = set()
+        restore = 0
+        for task, process in moves:
+            i = index.get(task)
+            if i is None or (end := ends[i]) is None:
+                continue
+            if process not in cleaned:
+                cleaned.add(process)
+                self._clean(process)
+            position = disks.get(process, {}).get(i)
+            restore += int(max(0.0, end - (position or 0.0)))
+        return restore
+
     def end_of(self, task: TaskId) -> float | None:
         """The end of ``task``'s changelog (None: stateless or unknown)."""
         i = self._index.get(task)
