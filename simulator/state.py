@@ -36,6 +36,7 @@ from types import MappingProxyType
 from typing import TypeGuard, cast
 
 from protocol.ids import TaskId, TopicPartition
+from simulator import state_scan
 from simulator.end_offsets import ChangelogPlan, EndOffsetsSnapshot, split_ends
 from simulator.scenarios import StateDynamics
 from simulator.state_cleaner import StateCleaner
@@ -83,6 +84,8 @@ class StateModel:
         self._unavailable: list[float] = []
         #: the current scan (None: something changed) and the per-process parts it walks
         self._scanned: Scan | None = None
+        #: the scan, the disk version and when its first restoring task catches up (``_finish_of``)
+        self._finish: tuple[Scan, int, float | None] | None = None
         self._parts = Parts()
         #: bumped when some disk position may have changed; ``offset_sums`` is cached against it
         #: (every thread of a process reports the same sums at one instant, each rebalance)
@@ -224,8 +227,7 @@ class StateModel:
         threads = self._threads.setdefault(process, {})
         now, cleaner = self.now, self._cleaner
         cleaner.start(process, now)
-        # a returning task restores from what the cleaner left (``_clean``'s own test first:
-        # most calls find no run due, and skip its frame)
+        # a returning task restores from what the cleaner left (``_clean``'s test first)
         if now >= cleaner.due.get(process, _NEVER):
             self._clean(process)
         cleaner.reassign(process, threads.get(thread), actives, standbys, threads,
@@ -297,23 +299,8 @@ class StateModel:
         return None if i is None else self._disk.get(process, {}).get(i)
 
     def restore_needed(self, moves: Iterable[tuple[TaskId, str]]) -> int:
-        """Records the ``(task, process)`` moves make restore: per stateful task, its end less
-        the process's local position (nothing on disk: from 0), truncated, summed. What
-        ``end_of`` and ``position`` answer, with one index lookup per task and the cleaner's
-        look at each process once (at one instant a second look deletes nothing more)."""
-        index, ends, disks = self._index, self._end, self._disk
-        cleaned: set[str] = set()
-        restore = 0
-        for task, process in moves:
-            i = index.get(task)
-            if i is None or (end := ends[i]) is None:
-                continue
-            if process not in cleaned:
-                cleaned.add(process)
-                self._clean(process)
-            position = disks.get(process, {}).get(i)
-            restore += int(max(0.0, end - (position or 0.0)))
-        return restore
+        """Records the ``(task, process)`` moves make restore (``state_scan.restore_needed``)."""
+        return state_scan.restore_needed(moves, self._index, self._end, self._disk, self._clean)
 
     def end_of(self, task: TaskId) -> float | None:
         """The end of ``task``'s changelog (None: stateless or unknown)."""
@@ -424,21 +411,18 @@ class StateModel:
 
     def next_change_in(self) -> float | None:
         """Seconds until the next restoring task catches up (None: nothing is restoring)."""
-        return self._next_finish(self._scan().restoring)
+        return self._finish_of(self._scan())
 
-    def _next_finish(self, restoring: Mapping[tuple[str, int], list[int]]) -> float | None:
-        rate = self.dynamics.restore_rate
-        best: float | None = None
-        for (process, _), tasks in restoring.items():
-            share = rate / len(tasks)
-            disk = self._disk[process]
-            for i in tasks:
-                end = self._end[i]
-                assert end is not None
-                need = (end - disk[i]) / share
-                if best is None or need < best:  # min(best, need), without the builtin's call
-                    best = need
-        return best
+    def _finish_of(self, scan: Scan) -> float | None:
+        """``state_scan.next_finish`` of the scan, kept while it and every disk stay the same (the
+        settle loop asks after an advance, the next advance again first: two passes a wake-up)."""
+        cached = self._finish
+        if cached is not None and cached[0] is scan and cached[1] == self._disk_version:
+            return cached[2]
+        finish = state_scan.next_finish(scan.restoring, self.dynamics.restore_rate, self._end,
+                                        self._disk)
+        self._finish = (scan, self._disk_version, finish)
+        return finish
 
     # -- time ---------------------------------------------------------------------------------
     def advance(self, now: float) -> None:
@@ -452,7 +436,7 @@ class StateModel:
             if remaining <= 0:
                 return
             scan = self._scan()
-            finish = self._next_finish(scan.restoring)
+            finish = self._finish_of(scan)
             step = remaining if finish is None else min(remaining, max(finish, 0.0))
             self._segment(step, scan)
             self._disk_version += 1
