@@ -84,8 +84,6 @@ class StateModel:
         self._unavailable: list[float] = []
         #: the current scan (None: something changed) and the per-process parts it walks
         self._scanned: Scan | None = None
-        #: the scan, the disk version and when its first restoring task catches up (``_finish_of``)
-        self._finish: tuple[Scan, int, float | None] | None = None
         self._parts = Parts()
         #: bumped when some disk position may have changed; ``offset_sums`` is cached against it
         #: (every thread of a process reports the same sums at one instant, each rebalance)
@@ -414,14 +412,15 @@ class StateModel:
         return self._finish_of(self._scan())
 
     def _finish_of(self, scan: Scan) -> float | None:
-        """``state_scan.next_finish`` of the scan, kept while it and every disk stay the same (the
-        settle loop asks after an advance, the next advance again first: two passes a wake-up)."""
-        cached = self._finish
-        if cached is not None and cached[0] is scan and cached[1] == self._disk_version:
-            return cached[2]
+        """``state_scan.next_finish`` of the scan, kept on it while every disk stays the same
+        (the settle loop asks after an advance, the next advance again first: two passes a
+        wake-up; kept on the scan, not here, so that no older scan outlives its turn)."""
+        kept = scan.finish
+        if kept is not None and kept[0] == self._disk_version:
+            return kept[1]
         finish = state_scan.next_finish(scan.restoring, self.dynamics.restore_rate, self._end,
                                         self._disk)
-        self._finish = (scan, self._disk_version, finish)
+        scan.finish = (self._disk_version, finish)
         return finish
 
     # -- time ---------------------------------------------------------------------------------

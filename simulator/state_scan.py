@@ -41,6 +41,8 @@ class Scan:
     unavailable: set[int]
     #: some task has two processing owners (a violation): its changelog grows once
     twice: bool
+    #: the disk version and what ``next_finish`` said of this scan then (``StateModel``'s)
+    finish: tuple[int, float | None] | None = None
 
 
 class Parts:
