@@ -86,13 +86,12 @@ def read_decision(
         ownership = ownership_from_partitions(parts_of, layout.tasks, threads)
         if standbys:
             ownership = dataclasses.replace(ownership, standby=standbys)
-    restore = 0
     before = previous.active_process() if previous is not None else {}
-    for task, process in ownership.active_process().items():
-        # a task that stays on its process restores nothing: asked first, since in a probing
-        # round nearly every task stays (the changelog's end is a second lookup per task)
-        if before.get(task) != process and (end := state.end_of(task)) is not None:
-            restore += int(max(0.0, end - (state.position(process, task) or 0.0)))
+    # a task that stays on its process restores nothing: asked first, since in a probing round
+    # nearly every task stays (the changelog's end is a lookup per task)
+    restore = state.restore_needed(
+        (task, process) for task, process in ownership.active_process().items()
+        if before.get(task) != process)
     return Decision(
         generation=generation,
         leader=leader,

@@ -46,10 +46,12 @@ class Ownership:
     _views: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def thread(self, member: MemberId) -> Thread:
-        return self.threads.get(member, (f"?{member}", 0))
+        thread = self.threads.get(member)  # (the unknown member's text only when unknown)
+        return thread if thread is not None else (f"?{member}", 0)
 
     def process(self, member: MemberId) -> str:
-        return self.thread(member)[0]
+        thread = self.threads.get(member)  # ``thread(member)[0]`` inline: once a member, twice
+        return thread[0] if thread is not None else f"?{member}"
 
     def active_owners(self) -> dict[TaskId, list[MemberId]]:
         """Task -> its active members, in thread order (then member id). Shared: read only."""

@@ -36,6 +36,7 @@ from types import MappingProxyType
 from typing import TypeGuard, cast
 
 from protocol.ids import TaskId, TopicPartition
+from simulator import state_scan
 from simulator.end_offsets import ChangelogPlan, EndOffsetsSnapshot, split_ends
 from simulator.scenarios import StateDynamics
 from simulator.state_cleaner import StateCleaner
@@ -206,7 +207,8 @@ class StateModel:
 
     def stop(self, process: str, thread: int | None = None) -> None:
         """The thread (every thread if ``None``) stops processing: a rebalance began for it."""
-        self._touch(process)
+        self._parts.stale.add(process)  # ``_touch``, inline: each member's join and assignment
+        self._scanned = None
         self._cleaner.start(process, self.now)
         for index, state in self._threads.get(process, {}).items():
             if thread is None or index == thread:
@@ -216,18 +218,26 @@ class StateModel:
         self, process: str, thread: int, active: Iterable[TaskId], standby: Iterable[TaskId]
     ) -> None:
         """The thread got its assignment and runs it from now on."""
-        self._touch(process)
+        self._parts.stale.add(process)  # ``_touch``, inline
+        self._scanned = None
         self._disk_version += 1
         actives, standbys = self._indices(active), self._indices(standby)
         threads = self._threads.setdefault(process, {})
-        self._cleaner.start(process, self.now)
-        self._clean(process)  # a returning task restores from what the cleaner left
-        self._cleaner.reassign(process, threads.get(thread), actives, standbys, threads,
-                               self._disk.get(process, {}), self.now)
+        now, cleaner = self.now, self._cleaner
+        cleaner.start(process, now)
+        # a returning task restores from what the cleaner left (``_clean``'s test first)
+        if now >= cleaner.due.get(process, _NEVER):
+            self._clean(process)
+        cleaner.reassign(process, threads.get(thread), actives, standbys, threads,
+                         self._disk.get(process, {}), now)
         threads[thread] = ThreadTasks(actives, standbys, True)
         disk = self._disk.setdefault(process, {})
-        for i in (*actives, *standbys):
-            if self._end[i] is not None:
+        ends = self._end
+        for i in actives:
+            if ends[i] is not None:
+                disk.setdefault(i, 0.0)
+        for i in standbys:
+            if ends[i] is not None:
                 disk.setdefault(i, 0.0)
         settling = self._settling.get(process)
         if settling is not None:
@@ -285,6 +295,10 @@ class StateModel:
         i = self._index.get(task)
         self._clean(process)
         return None if i is None else self._disk.get(process, {}).get(i)
+
+    def restore_needed(self, moves: Iterable[tuple[TaskId, str]]) -> int:
+        """Records the ``(task, process)`` moves make restore (``state_scan.restore_needed``)."""
+        return state_scan.restore_needed(moves, self._index, self._end, self._disk, self._clean)
 
     def end_of(self, task: TaskId) -> float | None:
         """The end of ``task``'s changelog (None: stateless or unknown)."""
@@ -395,21 +409,19 @@ class StateModel:
 
     def next_change_in(self) -> float | None:
         """Seconds until the next restoring task catches up (None: nothing is restoring)."""
-        return self._next_finish(self._scan().restoring)
+        return self._finish_of(self._scan())
 
-    def _next_finish(self, restoring: Mapping[tuple[str, int], list[int]]) -> float | None:
-        rate = self.dynamics.restore_rate
-        best: float | None = None
-        for (process, _), tasks in restoring.items():
-            share = rate / len(tasks)
-            disk = self._disk[process]
-            for i in tasks:
-                end = self._end[i]
-                assert end is not None
-                need = (end - disk[i]) / share
-                if best is None or need < best:  # min(best, need), without the builtin's call
-                    best = need
-        return best
+    def _finish_of(self, scan: Scan) -> float | None:
+        """``state_scan.next_finish`` of the scan, kept on it while every disk stays the same
+        (the settle loop asks after an advance, the next advance again first: two passes a
+        wake-up; kept on the scan, not here, so that no older scan outlives its turn)."""
+        kept = scan.finish
+        if kept is not None and kept[0] == self._disk_version:
+            return kept[1]
+        finish = state_scan.next_finish(scan.restoring, self.dynamics.restore_rate, self._end,
+                                        self._disk)
+        scan.finish = (self._disk_version, finish)
+        return finish
 
     # -- time ---------------------------------------------------------------------------------
     def advance(self, now: float) -> None:
@@ -423,7 +435,7 @@ class StateModel:
             if remaining <= 0:
                 return
             scan = self._scan()
-            finish = self._next_finish(scan.restoring)
+            finish = self._finish_of(scan)
             step = remaining if finish is None else min(remaining, max(finish, 0.0))
             self._segment(step, scan)
             self._disk_version += 1

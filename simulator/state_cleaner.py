@@ -85,8 +85,13 @@ class StateCleaner:
         go of is released once no other thread of the process (``threads``) holds it."""
         if before is not None and before.active == actives and before.standby == standbys:
             return  # (most threads of a probing round: held already, nothing let go)
-        self.hold(process, actives)
-        self.hold(process, standbys)
+        released = self._released.get(process)
+        if released:  # ``hold`` of both, in one (a thread's first assignment: nothing released)
+            for i in actives:
+                released.pop(i, None)
+            for i in standbys:
+                released.pop(i, None)
+            self._recompute(process)
         if before is None:
             return
         dropped = set(before.active).union(before.standby).difference(actives, standbys)

@@ -6,8 +6,10 @@ plain records its integration loops walk (task indices, not ``TaskId``s), used b
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+
+from protocol.ids import TaskId
 
 
 @dataclass(slots=True)
@@ -39,6 +41,8 @@ class Scan:
     unavailable: set[int]
     #: some task has two processing owners (a violation): its changelog grows once
     twice: bool
+    #: the disk version and what ``next_finish`` said of this scan then (``StateModel``'s)
+    finish: tuple[int, float | None] | None = None
 
 
 class Parts:
@@ -145,3 +149,42 @@ def follow_standbys(
                 after = before
             disk[i] = after
     return replayed
+
+
+def restore_needed(moves: Iterable[tuple[TaskId, str]], index: Mapping[TaskId, int],
+                   ends: Sequence[float | None], disks: Mapping[str, Mapping[int, float]],
+                   clean: Callable[[str], None]) -> int:
+    """Records the ``(task, process)`` moves make restore: per stateful task, its end less the
+    process's local position (nothing on disk: from 0), truncated, summed. What the state
+    model's ``end_of`` and ``position`` answer, with one index lookup per task and ``clean``
+    (the cleaner's look) once per process: at one instant a second look deletes nothing more."""
+    cleaned: set[str] = set()
+    restore = 0
+    for task, process in moves:
+        i = index.get(task)
+        if i is None or (end := ends[i]) is None:
+            continue
+        if process not in cleaned:
+            cleaned.add(process)
+            clean(process)
+        position = disks.get(process, {}).get(i)
+        restore += int(max(0.0, end - (position or 0.0)))
+    return restore
+
+
+def next_finish(restoring: Mapping[tuple[str, int], list[int]], rate: float,
+                ends: Sequence[float | None], disks: Mapping[str, Mapping[int, float]]
+                ) -> float | None:
+    """Seconds until the first restoring task catches up: each thread's restore ``rate`` shared
+    evenly by the tasks it restores (None: nothing restores)."""
+    best: float | None = None
+    for (process, _), tasks in restoring.items():
+        share = rate / len(tasks)
+        disk = disks[process]
+        for i in tasks:
+            end = ends[i]
+            assert end is not None
+            need = (end - disk[i]) / share
+            if best is None or need < best:  # min(best, need), without the builtin's call
+                best = need
+    return best

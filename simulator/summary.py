@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from assignor.topology.tasks import TaskLayout
-from protocol.ids import TaskId
+from protocol.ids import TaskId, sorted_tasks
 from simulator.decisions import Decision
 from simulator.metrics import (
     Ownership,
@@ -120,7 +120,9 @@ def scenario_row(
         note += migration_cause(after, config.max_warmup_replicas)
     bound = 2 * (stateful + stateful * standbys) if ha else None
     unavailable = state.unavailable_s
-    worst = max(sorted(unavailable), key=lambda t: unavailable[t], default=None)
+    # the first most unavailable task in task order: sorted by the int rank unnamed tasks keep
+    # and keyed in C (512 ``TaskId.__lt__`` and key lambdas a cold start otherwise)
+    worst = max(sorted_tasks(unavailable), key=unavailable.__getitem__, default=None)
     balance_thread, balance_process, coverage, spread = final_shape(
         history.final,
         standbys,

@@ -269,7 +269,8 @@ class _VirtualTimeLoop(asyncio.SelectorEventLoop):
 
     def _push(self, when: float, order: int, callback: Callable[..., object],
               args: tuple[Any, ...], context: Any) -> asyncio.TimerHandle:
-        self._check_closed()  # type: ignore[attr-defined]
+        if self._closed:  # type: ignore[attr-defined]  # asyncio's _check_closed, inline
+            raise RuntimeError("Event loop is closed")
         timer = _OrderedTimer(when, order, callback, args, self, context)
         heapq.heappush(self._scheduled, timer)  # type: ignore[attr-defined]
         timer._scheduled = True  # type: ignore[attr-defined]
@@ -278,7 +279,8 @@ class _VirtualTimeLoop(asyncio.SelectorEventLoop):
     def deadline(self, delay: float, callback: Callable[[], object]) -> Deadline:
         """``call_later(delay, callback)`` as a :class:`Deadline`: the same due time and number,
         off asyncio's heap until about due."""
-        self._check_closed()  # type: ignore[attr-defined]
+        if self._closed:  # type: ignore[attr-defined]  # asyncio's _check_closed, inline
+            raise RuntimeError("Event loop is closed")
         when = self._virtual_now + delay
         deadline = Deadline(when, next(self._timer_order), callback, self)
         heapq.heappush(self._deadlines, (when, deadline._order, deadline))

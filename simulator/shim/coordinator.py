@@ -21,6 +21,7 @@ import asyncio
 import functools
 from collections.abc import Callable
 from collections.abc import Set as AbstractSet
+from operator import itemgetter
 
 from simulator.shim.errors import ErrorCode
 from simulator.shim.group import NONE, CoordinatorConfig, Group, GroupState, Member
@@ -133,7 +134,7 @@ class GroupCoordinator(RebalancePhases):
     def _join_new(
         self, group: Group, request: JoinGroupRequest, future: asyncio.Future[JoinGroupResponse]
     ) -> None:
-        names = [name for name, _ in request.protocols]
+        names = list(map(_NAME, request.protocols))  # (a comprehension is a frame in 3.11)
         if not group.supports(request.protocol_type, names):
             self._answer_join(future, group.group_id, ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "")
             return
@@ -156,7 +157,7 @@ class GroupCoordinator(RebalancePhases):
         self, group: Group, request: JoinGroupRequest, future: asyncio.Future[JoinGroupResponse]
     ) -> None:
         member_id = request.member_id
-        names = [name for name, _ in request.protocols]
+        names = list(map(_NAME, request.protocols))  # (a comprehension is a frame in 3.11)
         if not group.supports(request.protocol_type, names):
             self._answer_join(
                 future, group.group_id, ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id
@@ -445,7 +446,9 @@ class GroupCoordinator(RebalancePhases):
         error: int,
         member_id: str,
     ) -> None:
-        self._log(group_id, "join-error", member_id, _code_name(error))
+        name = _CODE_NAMES.get(error)  # ``_code_name``, inline: every new member's first answer
+        self._log(group_id, "join-error", member_id,
+                  name if name is not None else ErrorCode(error).name)
         future.set_result(JoinGroupResponse(error, member_id))
 
 
@@ -459,6 +462,9 @@ def random_uuid4(bits: int) -> str:
     text = f"{bits:032x}"
     return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
 
+
+#: a protocol's name in a JoinGroup's (name, metadata) pairs
+_NAME = itemgetter(0)
 
 #: ``ErrorCode(code).name`` by number: every new member's first JoinGroup is answered with an
 #: error (MEMBER_ID_REQUIRED), and the enum's lookup cost more than the rest of that answer

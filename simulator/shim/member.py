@@ -188,7 +188,8 @@ class ShimMember:
         loop = self._loop = asyncio.get_running_loop()
         self._rejoin = Flag(loop)
         self._rejoin.set()
-        self._task = loop.create_task(self._run(), name=f"member-{self.name}")
+        name = self.group_instance_id or self.client_id  # ``name``, without a property's call
+        self._task = loop.create_task(self._run(), name=f"member-{name}")
         return self
 
     def request_rejoin(self) -> None:
@@ -477,7 +478,11 @@ class ShimMember:
             self.status = status
             self.running = status in _RUNNING
             self._log(status, detail)
-        self._notify()
+        changed = self._changed  # ``_notify``, inline: three status changes a member a rebalance
+        if changed is not None and not changed.done():
+            changed.set_result(None)
+        if self.on_change is not None:
+            self.on_change(self)
 
     def _notify(self) -> None:
         changed = self._changed
@@ -487,5 +492,9 @@ class ShimMember:
             self.on_change(self)
 
     def _log(self, kind: str, detail: Text) -> None:
-        self.journal.log(self.clock.time(), self.group_id, kind,
-                         self.member_id or ("<{}>".format, self.name), detail)
+        # ``Journal.log`` inline (a member logs some four events a rebalance: a frame each)
+        journal = self.journal
+        journal.logged += 1
+        journal._logged.append((self.clock.time(), self.group_id, kind,
+                                self.member_id or ("<{}>".format, self.group_instance_id
+                                                   or self.client_id), detail))

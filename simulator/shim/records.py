@@ -160,6 +160,7 @@ class Journal:
 
     def log(self, time: float, group: str, kind: str, member: Text = "", detail: Text = ""
             ) -> None:
+        # (the members' and the coordinator's ``_log`` do these two steps inline)
         self.logged += 1
         # a plain tuple: the Event (and any deferred text) is built when ``events`` is read
         self._logged.append((time, group, kind, member, detail))
