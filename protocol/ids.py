@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import re
 import uuid as _uuid
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any, Final, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from protocol._kept_keys import KeptKeys
 from protocol._trusted import (
     new_instance,
     set_extra,
@@ -49,17 +50,16 @@ def _signed64(value: int) -> int:
     return value - (1 << 64) if value >= (1 << 63) else value
 
 
-class TopicPartition(BaseModel):
+class TopicPartition(KeptKeys):
     """A partition of a topic; sorts by (topic, partition) like Kafka's partition comparators."""
 
     model_config = _FROZEN
-    # The hash, kept once computed: dicts and sets keyed by partitions hash them thousands of
-    # times per rebalance, and a Python-level ``__hash__`` building a tuple each time was the
-    # leader's most called function. Not a field: it is neither dumped, compared nor pickled
-    # (a copy or an unpickled instance computes it again on first use).
+    # The hash's bound ``int.__index__``, called in C as ``__hash__`` (see ``KeptKeys``): dicts and
+    # sets keyed by partitions hash them thousands of times per rebalance. Not a field: neither
+    # dumped, compared nor pickled.
     __slots__ = ("_hash",)
     if TYPE_CHECKING:
-        _hash: int
+        _hash: Callable[[], int]
 
     topic: str = Field(min_length=1, max_length=249)
     partition: int = Field(ge=0, le=INT32_MAX)
@@ -73,7 +73,6 @@ class TopicPartition(BaseModel):
         if partition is not None:
             kwargs["partition"] = partition
         super().__init__(**kwargs)
-        _set_attr(self, "_hash", hash((self.topic, self.partition)))
 
     def __str__(self) -> str:
         return f"{self.topic}-{self.partition}"
@@ -81,14 +80,9 @@ class TopicPartition(BaseModel):
     def __repr__(self) -> str:
         return f"TopicPartition({self.topic!r}, {self.partition})"
 
-    def __hash__(self) -> int:
-        # Equal to hash((topic, partition)), the hash of aiokafka's TopicPartition named tuple.
-        try:
-            return self._hash
-        except AttributeError:
-            value = hash((self.topic, self.partition))
-            _set_attr(self, "_hash", value)
-            return value
+    def keep_keys(self) -> None:
+        # hash((topic, partition)): the hash of aiokafka's TopicPartition named tuple
+        _set_attr(self, "_hash", hash((self.topic, self.partition)).__index__)
 
     def __eq__(self, other: object) -> bool:
         if type(other) is TopicPartition:
@@ -120,7 +114,7 @@ class TopicPartition(BaseModel):
 _TASK_ID_RE = re.compile(r"^(?:(?P<topology>.+)__)?(?P<subtopology>\d+)_(?P<partition>\d+)$")
 
 
-class TaskId(BaseModel):
+class TaskId(KeptKeys):
     """A task: one partition of one subtopology, optionally of a named topology.
 
     Printed and parsed as Kafka does (``"0_3"``, or ``"name__0_3"`` with a named topology) and
@@ -168,23 +162,8 @@ class TaskId(BaseModel):
     def __repr__(self) -> str:
         return f"TaskId({self})"
 
-    def model_post_init(self, context: Any, /) -> None:
-        """Every validated or constructed task keeps its keys (``hash`` has no fallback)."""
+    def keep_keys(self) -> None:
         _cache_task_keys(self)
-
-    # pydantic's copies (keys computed after ``update``) and unpickling bypass validation
-    def __copy__(self) -> Self:
-        return _cache_task_keys(super().__copy__())
-
-    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Self:
-        return _cache_task_keys(super().__deepcopy__(memo))
-
-    def __setstate__(self, state: dict[Any, Any]) -> None:
-        super().__setstate__(state)
-        _cache_task_keys(self)
-
-    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
-        return _cache_task_keys(super().model_copy(update=update, deep=deep))
 
     def __eq__(self, other: object) -> bool:
         if type(other) is TaskId:
@@ -425,6 +404,7 @@ _PARTITION_FIELDS: Final = frozenset(("topic", "partition"))
 
 # (replacing the ``__hash__`` pydantic set on the class: see ``TaskId.__slots__``)
 TaskId.__hash__ = vars(TaskId)["_hash"]  # type: ignore[method-assign]
+TopicPartition.__hash__ = vars(TopicPartition)["_hash"]  # type: ignore[method-assign]
 _set_task_hash = vars(TaskId)["_hash"].__set__
 _set_task_sort_key = vars(TaskId)["_sort_key"].__set__
 _set_task_rank = vars(TaskId)["_rank"].__set__
@@ -451,7 +431,7 @@ def _fast_task_id(subtopology: int, partition: int, topology: str | None = None)
 def _fast_topic_partition(topic: str, partition: int) -> TopicPartition:
     tp = new_instance(TopicPartition)
     set_model_dict(tp, {"topic": topic, "partition": partition})
-    _set_partition_hash(tp, hash((topic, partition)))
+    _set_partition_hash(tp, hash((topic, partition)).__index__)
     set_fields_set(tp, _PARTITION_FIELDS)
     set_extra(tp, None)
     set_private(tp, None)
