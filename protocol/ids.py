@@ -11,7 +11,7 @@ import re
 import uuid as _uuid
 from collections.abc import Callable, Collection
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -42,7 +42,6 @@ def java_string_key(text: str) -> bytes:
 
 #: Sets a cached value's slot on a frozen model (its ``__setattr__`` refuses every write).
 _set_attr = object.__setattr__
-_T = TypeVar("_T", bound="TaskId")
 
 
 def _signed64(value: int) -> int:
@@ -138,8 +137,12 @@ class TaskId(KeptKeys):
     topology: str | None = Field(default=None, min_length=1)
 
     def __init__(
-        self, subtopology: int | None = None, partition: int | None = None, /,
-        topology: str | None = None, **kwargs: Any
+        self,
+        subtopology: int | None = None,
+        partition: int | None = None,
+        /,
+        topology: str | None = None,
+        **kwargs: Any,
     ) -> None:
         if subtopology is not None:
             kwargs["subtopology"] = subtopology
@@ -163,7 +166,13 @@ class TaskId(KeptKeys):
         return f"TaskId({self})"
 
     def keep_keys(self) -> None:
-        _cache_task_keys(self)
+        # all at once: a first lookup of an absent slot would go through pydantic's __getattr__
+        name = self.topology
+        _set_attr(self, "_hash", hash((self.subtopology, self.partition, name)).__index__)
+        key = (b"" if name is None else java_string_key(name), self.subtopology, self.partition)
+        _set_attr(self, "_sort_key", key)
+        if name is None:  # partitions are below 2**31: (subtopology, partition) order as one int
+            _set_attr(self, "_rank", (self.subtopology << 31) | self.partition)
 
     def __eq__(self, other: object) -> bool:
         if type(other) is TaskId:
@@ -183,7 +192,7 @@ class TaskId(KeptKeys):
         A key sorts a whole collection cheaply; it cannot refuse to order a named task against an
         unnamed one as the comparisons do, so sort only tasks of one kind with it.
         """
-        return self._sort_key  # every task keeps one (see ``model_post_init``)
+        return self._sort_key  # every task keeps one (see ``KeptKeys``)
 
     def _keys(self, other: TaskId) -> tuple[tuple[bytes, int, int], tuple[bytes, int, int]]:
         if (self.topology is None) != (other.topology is None):
@@ -207,18 +216,6 @@ class TaskId(KeptKeys):
     def __ge__(self, other: TaskId) -> bool:
         mine, theirs = self._keys(other)
         return mine >= theirs
-
-
-def _cache_task_keys(task: _T) -> _T:
-    """Compute a new task's hash and sort key at once: ``hash`` has no fallback for an empty
-    slot, and a first lookup of one would go through pydantic's slow ``__getattr__``."""
-    name = task.topology
-    _set_attr(task, "_hash", hash((task.subtopology, task.partition, name)).__index__)
-    key = (b"" if name is None else java_string_key(name), task.subtopology, task.partition)
-    _set_attr(task, "_sort_key", key)
-    if name is None:  # partitions are below 2**31: (subtopology, partition) order as one int
-        _set_attr(task, "_rank", (task.subtopology << 31) | task.partition)
-    return task
 
 
 def task_order(task: TaskId) -> tuple[bool, bytes, int, int]:
