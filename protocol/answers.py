@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from itertools import chain
 from operator import attrgetter
+from typing import Any
 
 import msgpack
 
@@ -26,9 +27,9 @@ from protocol._answer_ints import Fallback as _Fallback
 from protocol._answer_ints import among as _among
 from protocol._answer_ints import ranked_standby_entries, unnamed_task_ints
 from protocol._answer_parts import EMPTY_ARRAY as _EMPTY_ARRAY
-from protocol._answer_parts import MAX_WIDENED
 from protocol._answer_parts import Frame as _Frame
 from protocol._answer_parts import Shared as _Shared
+from protocol._answer_parts import widened as _widened
 from protocol._assignment_format import FIELDS
 from protocol._limits import (
     MAX_ASSIGNMENT_BYTES,
@@ -39,7 +40,7 @@ from protocol._limits import (
 from protocol._read import KIND_ASSIGNMENT
 from protocol.codec import Codec
 from protocol.errors import AssignorError
-from protocol.ids import TaskId, TopicPartition
+from protocol.ids import TaskId, TopicPartition, trusted_model
 from protocol.messages import (
     HEADER_ERROR_CODE_VERSION,
     HOST_SCOPE_VERSION,
@@ -123,7 +124,7 @@ class AnswerWriter:
         answers to the codec."""
         if not self._fast:
             return None
-        shared = self._shared_for(info)
+        shared = self._shared_of(info.__dict__, info)
         return shared.topic_index if shared.topics_packed is not None else None
 
     def one_task(self, fields: Mapping[str, object]) -> bytes | None:
@@ -164,6 +165,34 @@ class AnswerWriter:
             return self._one_task(frame, active, standby)
         return None
 
+    def encode_packed(
+        self,
+        fields: Mapping[str, object],
+        active: tuple[TaskId, ...],
+        standby_count: int,
+        standby_packed: bytes,
+    ) -> bytes | None:
+        """:meth:`encode`'s bytes for the ``AssignmentInfo`` of ``fields`` with ``active`` as
+        its active tasks and ``standby_count`` (two or more) standby tasks whose packed entries
+        are ``standby_packed`` (as :meth:`encode` takes them, written with
+        :meth:`topic_index_of` ``fields``); ``None`` when the writer would hand the answer to
+        the codec. Why: a member of a hundred standby tasks is then written without a map of
+        them or a model, which nothing on the way to aiokafka reads."""
+        if not self._fast or standby_count < 2:
+            return None
+        try:
+            return self._pack_fields(fields, None, active, {}, standby_packed, standby_count)
+        except _Fallback:
+            return None
+
+    def topic_index_of(self, fields: Mapping[str, object]) -> Mapping[str, int] | None:
+        """:meth:`topic_index` for the ``AssignmentInfo`` of ``fields`` (every field by name),
+        without the model (built only for the first answer of its maps)."""
+        if not self._fast:
+            return None
+        shared = self._shared_of(fields, None)
+        return shared.topic_index if shared.topics_packed is not None else None
+
     def _pack(self, info: AssignmentInfo, standby_packed: bytes | None = None) -> bytes:
         # The fields read once from the model's dict (pydantic keeps them there): a leader
         # writes 2,000 answers of one or two tasks at 1,000 threads per client, where reading
@@ -172,27 +201,33 @@ class AnswerWriter:
         packed = self.one_task(fields)
         if packed is not None:
             return packed
+        standby = fields["standby_tasks"]
+        return self._pack_fields(
+            fields, info, fields["active_tasks"], standby, standby_packed, len(standby)
+        )
+
+    def _pack_fields(
+        self,
+        fields: Mapping[str, Any],
+        info: AssignmentInfo | None,
+        active: tuple[TaskId, ...],
+        standby: Mapping[TaskId, tuple[TopicPartition, ...]],
+        standby_packed: bytes | None,
+        standby_count: int,
+    ) -> bytes:
+        """The general path of :meth:`_pack`, the tasks given apart from ``fields`` (``info``
+        the model of them, or ``None``: made from ``fields`` if its maps need packing), and
+        ``standby`` read only when ``standby_packed`` is not used."""
         version = self._version
         complete = fields["host_maps_complete"]
         if fields["commonly_supported_version"] < version or (
             not complete and version < HOST_SCOPE_VERSION
         ):
             raise _Fallback
-        last = self._last
-        if (
-            last is not None
-            and last[0] is fields["partitions_by_host"]
-            and last[1] is fields["standby_partitions_by_host"]
-            and last[2] is complete
-        ):
-            shared = last[3]
-        else:
-            shared = self._shared_for(info)
+        shared = self._shared_of(fields, info)
         if shared.topics_packed is None:
             raise _Fallback
-        active = fields["active_tasks"]
-        standby = fields["standby_tasks"]
-        if len(active) + len(standby) > MAX_MEMBER_TASKS:
+        if len(active) + standby_count > MAX_MEMBER_TASKS:
             raise _Fallback
         named = self._named
         flat: list[int] = []
@@ -200,14 +235,8 @@ class AnswerWriter:
             task = active[0]
             if task.topology is not None:
                 raise _Fallback
-            flat = (
-                [0, task.subtopology, task.partition]
-                if named
-                else [
-                    task.subtopology,
-                    task.partition,
-                ]
-            )
+            flat = [0, task.subtopology, task.partition] if named else [task.subtopology,
+                                                                         task.partition]
         elif active:
             # Every loop over the tasks runs in C (attrgetter, map, chain): no Python frame per
             # task. A named topology is the codec's to write.
@@ -215,8 +244,8 @@ class AnswerWriter:
         pack = self._packer.pack
         packed_entries = _EMPTY_ARRAY
         widened = False
-        if standby_packed is not None and len(standby) > 1:
-            if len(standby) > MAX_STANDBY_PARTITIONS:  # (one partition per task, as vouched)
+        if standby_packed is not None and standby_count > 1:
+            if standby_count > MAX_STANDBY_PARTITIONS:  # (one partition per task, as vouched)
                 raise _Fallback
             packed_entries = standby_packed
         elif standby:
@@ -275,38 +304,16 @@ class AnswerWriter:
     def _widened(
         self, shared: _Shared, standby: Mapping[TaskId, tuple[TopicPartition, ...]]
     ) -> _Shared | None:
-        """``shared`` with the topics of ``standby``'s partitions it lacks appended to the
-        dictionary, sorted (the codec's order: the host maps' topics, then those only the
-        standby tasks name), kept per such tuple of topics; ``None`` when it lacks none.
-
-        Why: in a group whose processes have no endpoint the host maps name no topic, so
-        every member with a standby task carried an extra topic and was written by the codec
-        (23,582 answers in one 59-rebalance replay of 400 members)."""
+        """``protocol._answer_parts.widened`` for ``standby``'s topics (a group whose processes
+        have no endpoint: host maps that name no topic)."""
         named_topics = set(map(_TOPIC, chain.from_iterable(standby.values())))
-        extra = tuple(sorted(named_topics.difference(shared.topic_index)))
-        if not extra:
-            return None
-        wider = shared.widened.get(extra)
-        if wider is None:
-            base = shared.section.topics
-            index = dict(shared.topic_index)
-            index.update((topic, len(base) + at) for at, topic in enumerate(extra))
-            names = [*base, *extra]
-            topics_packed = None
-            if len(names) <= MAX_TOPICS:
-                topics_packed = self._packer.pack(names)
-                if self._named:
-                    topics_packed += self._packer.pack([])
-            wider = _Shared(shared.section, index, topics_packed, {}, {})
-            if len(shared.widened) >= MAX_WIDENED:  # a few sets of topics in one rebalance
-                shared.widened.clear()
-            shared.widened[extra] = wider
-        if wider.topics_packed is None:
+        wider = _widened(shared, named_topics, self._packer, self._named)
+        if wider is not None and wider.topics_packed is None:
             raise _Fallback  # more topics than a reader accepts: the codec says so
         return wider
 
     def _keep_frame(
-        self, fields: dict[str, object], shared: _Shared, around: tuple[bytes, bytes]
+        self, fields: Mapping[str, object], shared: _Shared, around: tuple[bytes, bytes]
     ) -> None:
         """Keep what :meth:`_one_task` needs for answers like the one just written (same maps
         objects and common version, no error, no follow-up), unless already kept."""
@@ -455,32 +462,25 @@ class AnswerWriter:
             after.append(pack(code))
         return b"".join(before), b"".join(after)
 
-    def _shared_for(self, info: AssignmentInfo) -> _Shared:
+    def _shared_of(self, fields: Mapping[str, Any], info: AssignmentInfo | None) -> _Shared:
+        """The shared parts of answers with the maps ``fields`` name (``info`` the model of
+        ``fields``, or ``None``: then built from them if the maps are new to this writer)."""
         last = self._last
+        active_hosts = fields["partitions_by_host"]
+        standby_hosts = fields["standby_partitions_by_host"]
+        complete = fields["host_maps_complete"]
         if (
             last is not None
-            and last[0] is info.partitions_by_host
-            and last[1] is info.standby_partitions_by_host
-            and last[2] is info.host_maps_complete
+            and last[0] is active_hosts
+            and last[1] is standby_hosts
+            and last[2] is complete
         ):
             return last[3]
-        shared = self._shared_by_key(info)
-        self._last = (
-            info.partitions_by_host,
-            info.standby_partitions_by_host,
-            info.host_maps_complete,
-            shared,
-        )
-        return shared
-
-    def _shared_by_key(self, info: AssignmentInfo) -> _Shared:
-        key = (
-            id(info.partitions_by_host),
-            id(info.standby_partitions_by_host),
-            info.host_maps_complete,
-        )
+        key = (id(active_hosts), id(standby_hosts), complete)
         shared = self._shared.get(key)
         if shared is None:
+            if info is None:
+                info = trusted_model(AssignmentInfo, dict(fields))
             section = self._codec.packed_host_maps(info, self._version)
             topics = section.topics
             topics_packed = None
@@ -492,7 +492,8 @@ class AnswerWriter:
                 section, {topic: at for at, topic in enumerate(topics)}, topics_packed, {}, {}
             )
             self._shared[key] = shared
-            self._kept.append(info)
+            self._kept.append(info)  # keeps the ids in the key valid
+        self._last = (active_hosts, standby_hosts, complete, shared)
         return shared
 
 

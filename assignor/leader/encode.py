@@ -3,16 +3,19 @@
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections.abc import Collection, Mapping, Sequence
-from itertools import chain, compress, filterfalse, islice, repeat
-from operator import attrgetter, itemgetter, lt, sub
+from functools import partial
+from itertools import chain, compress, filterfalse
+from operator import attrgetter, itemgetter
 from typing import cast
 
 from assignor.leader.cache import PlannedTasks
 from assignor.leader.decode import member_groups
 from assignor.leader.model import ByTopic, DecodedGroup, MemberResult, unbuilt_info_result
 from assignor.leader.packed_standby import standby_map, standby_packed
+from assignor.leader.partition_order import by_codes as _by_codes
+from assignor.leader.partition_order import in_partition_order as _in_partition_order
+from assignor.leader.partition_order import runs as _runs
 from assignor.leader.task_table import TaskTable
 from assignor.placement.client_state import ClientState
 from assignor.placement.threads import ThreadAssignment
@@ -21,7 +24,7 @@ from protocol._limits import KAFKA_GROUP_RECORD_BYTES, MAX_HOST_MAP_PARTITIONS, 
 from protocol.answers import AnswerWriter
 from protocol.codec import Codec
 from protocol.errors import AssignorError
-from protocol.host_partitions import HostPartitions, TopicRuns
+from protocol.host_partitions import HostPartitions
 from protocol.ids import HostInfo, ProcessId, TaskId, TopicPartition, trusted_model
 from protocol.messages import (
     HOST_SCOPE_VERSION,
@@ -111,22 +114,6 @@ def _host_set(
     return made if len(made) == len(codes) else frozenset(made)
 
 
-def _runs(codes: list[int], topics: tuple[str, ...]) -> TopicRuns:
-    """Sorted ``TaskTable`` codes as (topic, numbers ascending) per topic: one slice per topic
-    (bounded by the plan's topics), the numbers taken in C."""
-    runs: list[tuple[str, list[int]]] = []
-    start, end = 0, len(codes)
-    while start < end:
-        rank = codes[start] >> 32
-        base = rank << 32
-        stop = bisect_left(codes, base + (1 << 32), start)
-        numbers = codes[start:stop] if base == 0 else list(map(sub, islice(codes, start, stop),
-                                                               repeat(base)))
-        runs.append((topics[rank], numbers))
-        start = stop
-    return tuple(runs)
-
-
 def encode_members(
     decoded: DecodedGroup,
     threads: Mapping[ProcessId, ThreadAssignment],
@@ -202,6 +189,8 @@ def encode_members(
     version = writer.version
     named = version >= NAMED_TOPOLOGY_VERSION  # (the writer's task ints begin with 0)
     encode = writer.encode
+    encode_packed = writer.encode_packed
+    topic_index_of = writer.topic_index_of
     process_of = decoded.process_of
     # Group by group (members that sent the same subscription object): the idle members of a
     # group share one answer, handed out in one C call, so an idle member costs a set look-up
@@ -252,6 +241,23 @@ def encode_members(
                     active_tasks = (mine[0],)
                 else:
                     partitions, active_tasks, by_topic = in_partition_order(mine)
+            if (
+                len(standby_ids) > 1
+                and planned is not None
+                and member_id != followup_consumer
+                and (index := topic_index_of(fields)) is not None
+                and (entries := standby_packed(planned, standby_ids, mine, index, named))
+            ):
+                # Written from the plan's packed entries; the map of its standby tasks and its
+                # model made only if someone reads them (nothing on the way to aiokafka does).
+                packed = encode_packed(fields, active_tasks, len(standby_ids), entries)
+                if packed is not None:
+                    results[member_id] = unbuilt(
+                        partitions, fields, active_tasks,
+                        partial(_standby_of, tuple(standby_ids), layout, known, planned),
+                        packed, by_topic,
+                    )
+                    continue
             standby: dict[TaskId, tuple[TopicPartition, ...]]
             if not standby_ids:
                 standby = {}
@@ -286,6 +292,16 @@ def encode_members(
                 partitions, answer_info, encode(answer_info, entries), by_topic
             )
     return results
+
+
+def _standby_of(
+    tasks: tuple[TaskId, ...],
+    layout: TaskLayout,
+    known: Mapping[int, tuple[TopicPartition, ...]],
+    planned: PlannedTasks,
+) -> dict[TaskId, tuple[TopicPartition, ...]]:
+    """A member's standby map as :func:`encode_members` builds it, for a model built late."""
+    return standby_map(tasks, partitions_of(tasks, layout, known), planned)
 
 
 def _with_fields(
@@ -340,114 +356,6 @@ _set_info = vars(MemberResult)["info"].__set__
 _set_user_data = vars(MemberResult)["user_data"].__set__
 _set_by_topic = vars(MemberResult)["by_topic"].__set__
 _member_result = _fast_member_result if _same_member_results() else MemberResult
-
-
-def _in_partition_order(
-    mine: Sequence[TaskId], parts_of: list[tuple[TopicPartition, ...]]
-) -> tuple[tuple[TopicPartition, ...], tuple[TaskId, ...], ByTopic | None]:
-    """A member's partitions sorted by (topic, partition), the task of each, and, when they
-    are of one topic, aiokafka's ``[(topic, [partition, ...])]`` of them (the numbers read
-    here once, so the adapter does not read every partition again: ``MemberResult.by_topic``).
-
-    A client's tasks arrive sorted, so tasks of one partition of one topic mostly come with
-    their partitions already ascending (6,000 tasks of the one remaining consumer at 6,000
-    partitions over 2 instances): checked in C, they are kept as they are. Otherwise, still of
-    one topic, the positions are sorted by partition number alone (ints, not tuples). Strictly
-    ascending numbers mean no ties, so the general sort below would return the very same order;
-    anything else (ties, several topics or partitions per task) takes the general sort.
-    (With the plan's codes, :func:`_by_codes` gives the same order from ints, before this.)
-    """
-    flat = list(chain.from_iterable(parts_of))
-    if len(flat) == len(mine) and len(set(map(_TOPIC, flat))) == 1:
-        numbers = list(map(_PARTITION, flat))
-        topic = flat[0].topic
-        if all(map(lt, numbers, islice(numbers, 1, None))):
-            return tuple(flat), tuple(mine), ((topic, numbers),)
-        order = sorted(range(len(numbers)), key=numbers.__getitem__)
-        ranked = list(map(numbers.__getitem__, order))
-        if all(map(lt, ranked, islice(ranked, 1, None))):
-            return (
-                tuple(map(flat.__getitem__, order)),
-                tuple(map(mine.__getitem__, order)),
-                ((topic, ranked),),
-            )
-    columns = _by_columns(mine, parts_of)
-    if columns is not None:
-        return columns
-    # Sorted by (topic, partition) as plain values, compared in C: the same order as sorting
-    # the partitions themselves, without a Python-level comparison each.
-    rows = sorted(
-        [
-            (tp.topic, tp.partition, tp, task)
-            for task, parts in zip(mine, parts_of, strict=True)
-            for tp in parts
-        ]
-    )
-    return tuple([row[2] for row in rows]), tuple([row[3] for row in rows]), None
-
-
-def _by_columns(
-    mine: Sequence[TaskId], parts_of: list[tuple[TopicPartition, ...]]
-) -> tuple[tuple[TopicPartition, ...], tuple[TaskId, ...], ByTopic] | None:
-    """:func:`_in_partition_order` for tasks of copartitioned topics: every task holds ``k``
-    partitions, its ``j``-th of one topic for all tasks, numbers strictly ascending down each
-    such column, the ``k`` topics distinct. Then the general sort's order is the columns one
-    after the other by topic name (no ties: each (topic, partition) appears once), each
-    partition's task the column's row, and aiokafka's listing each column's numbers, all read
-    in C (12,000 partitions of 6,000 tasks over two topics: a tuple each, sorted, before).
-    ``None`` for any other shape."""
-    width = len(parts_of[0])
-    if width < 2 or set(map(len, parts_of)) != {width}:
-        return None
-    picked: list[tuple[str, tuple[TopicPartition, ...], list[int]]] = []
-    for column in zip(*parts_of, strict=True):
-        topics = set(map(_TOPIC, column))
-        numbers = list(map(_PARTITION, column))
-        if len(topics) != 1 or not all(map(lt, numbers, islice(numbers, 1, None))):
-            return None
-        picked.append((topics.pop(), column, numbers))
-    if len({topic for topic, _, _ in picked}) != width:
-        return None
-    picked.sort(key=_FIRST)
-    return (
-        tuple(chain.from_iterable(column for _, column, _ in picked)),
-        tuple(mine) * width,
-        tuple((topic, numbers) for topic, _, numbers in picked),
-    )
-
-
-def _by_codes(
-    mine: Sequence[TaskId],
-    columns: tuple[list[list[int]], list[list[TopicPartition]]] | None,
-    topics: tuple[str, ...],
-) -> tuple[tuple[TopicPartition, ...], tuple[TaskId, ...], ByTopic] | None:
-    """:func:`_in_partition_order` from the plan's codes (``TaskTable.columns``: the codes and
-    the partitions of each task's ``j``-th partition) instead of the partitions: the codes sort
-    as (topic, partition) do, so the general sort's order is the codes' order, read in C (the
-    codes already ascending, the usual case, are kept as they are; columns of copartitioned
-    topics are runs, merged), each partition's task its row, and aiokafka's listing the sorted
-    codes cut per topic. ``None`` when a partition appears twice (never in a plan): the caller
-    then reads the partitions."""
-    if columns is None:
-        return None
-    code_columns, part_columns = columns
-    codes = list(chain.from_iterable(code_columns))
-    if not codes:
-        return None
-    width = len(code_columns)
-    if all(map(lt, codes, islice(codes, 1, None))):
-        return tuple(chain.from_iterable(part_columns)), tuple(mine) * width, _runs(codes, topics)
-    order = sorted(range(len(codes)), key=codes.__getitem__)
-    ranked = list(map(codes.__getitem__, order))
-    if not all(map(lt, ranked, islice(ranked, 1, None))):
-        return None
-    parts = list(chain.from_iterable(part_columns))
-    rows = list(mine) * width
-    return (
-        tuple(map(parts.__getitem__, order)),
-        tuple(map(rows.__getitem__, order)),
-        _runs(ranked, topics),
-    )
 
 
 def _over_budget(

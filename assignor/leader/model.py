@@ -3,7 +3,7 @@ decision with what explains it (``assignor.leader.pipeline`` composes the steps 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -107,7 +107,8 @@ class _UnbuiltInfoResult(MemberResult):
     #: the shared fields until ``info`` is read (then ``None``), and the member's own tasks
     _fields: Mapping[str, object] | None
     _active: tuple[TaskId, ...]
-    _standby: Mapping[TaskId, object]
+    #: (or what makes them: the encoder's map of a member's many standby tasks, made if read)
+    _standby: Mapping[TaskId, object] | Callable[[], Mapping[TaskId, object]]
 
     @property
     def info(self) -> AssignmentInfo:
@@ -116,7 +117,8 @@ class _UnbuiltInfoResult(MemberResult):
             return cast(AssignmentInfo, _get_info(self))
         values = dict(shared)
         values["active_tasks"] = self._active
-        values["standby_tasks"] = self._standby
+        standby = self._standby
+        values["standby_tasks"] = standby() if callable(standby) else standby
         made = trusted_model(AssignmentInfo, values)  # (the dict becomes the model's)
         _set_info(self, made)
         _set_fields(self, None)
@@ -153,7 +155,7 @@ def unbuilt_info_result(
     partitions: tuple[TopicPartition, ...],
     fields: Mapping[str, object],
     active: tuple[TaskId, ...],
-    standby: Mapping[TaskId, object],
+    standby: Mapping[TaskId, object] | Callable[[], Mapping[TaskId, object]],
     user_data: bytes,
     by_topic: ByTopic | None,
 ) -> MemberResult:

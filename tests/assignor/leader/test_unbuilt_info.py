@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import pickle
 
+from assignor import TopologyBuilder
 from assignor.config import AssignorConfig
 from assignor.leader.model import MemberResult, _UnbuiltInfoResult, unbuilt_info_result
 from assignor.leader.pipeline import assign_group
@@ -82,3 +83,26 @@ def test_the_members_own_tasks_replace_those_of_the_shared_fields() -> None:
     lazy = unbuilt_info_result((), fields, (TaskId(0, 2),), {}, b"x", None)
     assert lazy.info == mine and lazy.info != info
     assert fields == dict(info.__dict__)
+
+
+def test_a_member_of_many_standbys_reads_the_model_its_bytes_carry() -> None:
+    """A member of several standby tasks is written from the plan's packed entries, its map
+    of standby tasks made only when its model is read: the same model the bytes carry."""
+    builder = TopologyBuilder("app")
+    builder.add_source("source", "events")
+    builder.add_processor("count", "source").add_state_store("counts", "count")
+    members = {
+        f"{p}-0": subscription(p, endpoint=HostInfo(f"app-{p}", 9000 + p)) for p in (1, 2, 3)
+    }
+    result = assign_group(
+        builder.build(), STANDBY, group(members, counts={"events": 12}, end_offsets=None)
+    )
+    codec = Codec()
+    late = [r for r in result.members.values() if isinstance(r, _UnbuiltInfoResult)]
+    assert late, "no member of many standbys took the path from packed entries"
+    for member, answer in result.members.items():
+        info = answer.info
+        assert len(info.standby_tasks) > 1
+        assert info == decoded(result, member, codec)
+        assert answer.info is info
+        assert codec.encode_assignment(info, version=result.used_version) == answer.user_data
