@@ -145,8 +145,18 @@ def packed_standby_entries(
     return made
 
 
-def packed_array(entries: Sequence[bytes]) -> bytes:
+def packed_task_ints(ranks: Iterable[int], named: bool) -> list[bytes]:
+    """Each unnamed task's ints as the writer lists an active task (``[subtopology,
+    partition]``, ``0`` first when ``named``), packed one after the other without an array
+    header: a member's active tasks are their bytes joined behind the header of an array of
+    all their ints (:func:`packed_array` of ``count`` ints)."""
+    pack = msgpack.Packer(use_bin_type=True).pack
+    head = pack(0) if named else b""
+    return [head + pack(rank >> 31) + pack(rank & _PARTITION_BITS) for rank in ranks]
+
+
+def packed_array(entries: Sequence[bytes], count: int | None = None) -> bytes:
     """Packed elements joined behind their array header: the bytes msgpack writes for the
-    array of them."""
-    header: bytes = msgpack.Packer().pack_array_header(len(entries))
+    array of them (of ``count`` elements when each entry packs several)."""
+    header: bytes = msgpack.Packer().pack_array_header(len(entries) if count is None else count)
     return header + b"".join(entries)

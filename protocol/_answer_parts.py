@@ -11,8 +11,10 @@ from dataclasses import dataclass
 
 import msgpack
 
-from protocol._assignment_format import HostSection
+from protocol._assignment_format import FIELDS, HostSection
 from protocol._limits import MAX_TOPICS
+from protocol._read import KIND_ASSIGNMENT
+from protocol.messages import HEADER_ERROR_CODE_VERSION, HOST_SCOPE_VERSION
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,3 +90,24 @@ def widened(
             shared.widened.clear()
         shared.widened[extra] = wider
     return wider
+
+
+def around(
+    packer: msgpack.Packer, shared: Shared, version: int, common: int, code: int, complete: bool
+) -> tuple[bytes, bytes]:
+    """The packed fields before a member's tasks and those between its tasks and its next
+    rebalance time, in the field order of ``protocol._assignment_format``: the same for every
+    answer of ``shared``'s maps at these versions and error code (``Shared.around``)."""
+    pack = packer.pack
+    assert shared.topics_packed is not None  # checked by the caller
+    before = [packer.pack_array_header(FIELDS[version]), pack(version), pack(common),
+              pack(KIND_ASSIGNMENT)]
+    header_code = version >= HEADER_ERROR_CODE_VERSION
+    if header_code:
+        before.append(pack(code))
+    before.append(shared.topics_packed)
+    after = [pack(int(complete))] if version >= HOST_SCOPE_VERSION else []
+    after.append(shared.section.packed)
+    if not header_code:
+        after.append(pack(code))
+    return b"".join(before), b"".join(after)

@@ -29,20 +29,18 @@ from protocol._answer_ints import ranked_standby_entries, unnamed_task_ints
 from protocol._answer_parts import EMPTY_ARRAY as _EMPTY_ARRAY
 from protocol._answer_parts import Frame as _Frame
 from protocol._answer_parts import Shared as _Shared
+from protocol._answer_parts import around as _around
 from protocol._answer_parts import widened as _widened
-from protocol._assignment_format import FIELDS
 from protocol._limits import (
     MAX_ASSIGNMENT_BYTES,
     MAX_MEMBER_TASKS,
     MAX_STANDBY_PARTITIONS,
     MAX_TOPICS,
 )
-from protocol._read import KIND_ASSIGNMENT
 from protocol.codec import Codec
 from protocol.errors import AssignorError
 from protocol.ids import TaskId, TopicPartition, trusted_model
 from protocol.messages import (
-    HEADER_ERROR_CODE_VERSION,
     HOST_SCOPE_VERSION,
     NAMED_TOPOLOGY_VERSION,
     NO_FOLLOWUP_REBALANCE,
@@ -171,17 +169,21 @@ class AnswerWriter:
         active: tuple[TaskId, ...],
         standby_count: int,
         standby_packed: bytes,
+        active_packed: bytes | None = None,
     ) -> bytes | None:
         """:meth:`encode`'s bytes for the ``AssignmentInfo`` of ``fields`` with ``active`` as
         its active tasks and ``standby_count`` (two or more) standby tasks whose packed entries
         are ``standby_packed`` (as :meth:`encode` takes them, written with
-        :meth:`topic_index_of` ``fields``); ``None`` when the writer would hand the answer to
-        the codec. Why: a member of a hundred standby tasks is then written without a map of
-        them or a model, which nothing on the way to aiokafka reads."""
+        :meth:`topic_index_of` ``fields``), ``active_packed`` (if given) the packed array of
+        ``active``'s ints; ``None`` when the writer would hand the answer to the codec. Why: a
+        member of a hundred standby tasks is then written without a map of them or a model,
+        which nothing on the way to aiokafka reads."""
         if not self._fast or standby_count < 2:
             return None
         try:
-            return self._pack_fields(fields, None, active, {}, standby_packed, standby_count)
+            return self._pack_fields(
+                fields, None, active, {}, standby_packed, standby_count, active_packed
+            )
         except _Fallback:
             return None
 
@@ -214,6 +216,7 @@ class AnswerWriter:
         standby: Mapping[TaskId, tuple[TopicPartition, ...]],
         standby_packed: bytes | None,
         standby_count: int,
+        active_packed: bytes | None = None,
     ) -> bytes:
         """The general path of :meth:`_pack`, the tasks given apart from ``fields`` (``info``
         the model of them, or ``None``: made from ``fields`` if its maps need packing), and
@@ -237,7 +240,7 @@ class AnswerWriter:
                 raise _Fallback
             flat = [0, task.subtopology, task.partition] if named else [task.subtopology,
                                                                          task.partition]
-        elif active:
+        elif active and active_packed is None:
             # Every loop over the tasks runs in C (attrgetter, map, chain): no Python frame per
             # task. A named topology is the codec's to write.
             flat = unnamed_task_ints(active, named)
@@ -268,12 +271,14 @@ class AnswerWriter:
         code = 0 if error is AssignorError.NONE else int(error)
         around = shared.around.get((common, code))
         if around is None:
-            around = shared.around[(common, code)] = self._around(shared, common, code, complete)
+            around = shared.around[(common, code)] = _around(
+                self._packer, shared, version, common, code, complete
+            )
         next_ms = fields["next_rebalance_ms"]
         packed = b"".join(
             [
                 around[0],
-                pack(flat),
+                pack(flat) if active_packed is None else active_packed,
                 packed_entries,
                 around[1],
                 b""
@@ -437,30 +442,6 @@ class AnswerWriter:
                 entry.append(tp.partition)
             append(entry)
         return entries
-
-    def _around(
-        self, shared: _Shared, common: int, code: int, complete: bool
-    ) -> tuple[bytes, bytes]:
-        """The packed fields before a member's tasks and those between its tasks and its next
-        rebalance time, in the field order of ``protocol._assignment_format``."""
-        version = self._version
-        pack = self._packer.pack
-        assert shared.topics_packed is not None  # checked by the caller
-        before = [
-            self._packer.pack_array_header(FIELDS[version]),
-            pack(version),
-            pack(common),
-            pack(KIND_ASSIGNMENT),
-        ]
-        header_code = version >= HEADER_ERROR_CODE_VERSION
-        if header_code:
-            before.append(pack(code))
-        before.append(shared.topics_packed)
-        after = [pack(int(complete))] if version >= HOST_SCOPE_VERSION else []
-        after.append(shared.section.packed)
-        if not header_code:
-            after.append(pack(code))
-        return b"".join(before), b"".join(after)
 
     def _shared_of(self, fields: Mapping[str, Any], info: AssignmentInfo | None) -> _Shared:
         """The shared parts of answers with the maps ``fields`` name (``info`` the model of

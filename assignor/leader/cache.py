@@ -57,6 +57,12 @@ class PlannedTasks:
     packed_standby: dict[tuple[tuple[tuple[str, int], ...], bool], list[bytes | None]] = field(
         default_factory=dict, compare=False, repr=False
     )
+    #: each unnamed task's packed ints as an active task (``[subtopology, partition]``, ``0``
+    #: first when named), by the task object's ``id``, per naming (``packed_standby``'s
+    #: ``active_packed``, filled on first use)
+    packed_active: dict[bool, dict[int, bytes]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
 
 def planned_tasks(topology: Topology, source_partitions: Mapping[str, int]) -> PlannedTasks:

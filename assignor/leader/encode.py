@@ -12,7 +12,7 @@ from typing import cast
 from assignor.leader.cache import PlannedTasks
 from assignor.leader.decode import member_groups
 from assignor.leader.model import ByTopic, DecodedGroup, MemberResult, unbuilt_info_result
-from assignor.leader.packed_standby import standby_map, standby_packed
+from assignor.leader.packed_standby import active_packed, standby_map, standby_packed
 from assignor.leader.partition_order import by_codes as _by_codes
 from assignor.leader.partition_order import in_partition_order as _in_partition_order
 from assignor.leader.partition_order import runs as _runs
@@ -250,7 +250,8 @@ def encode_members(
             ):
                 # Written from the plan's packed entries; the map of its standby tasks and its
                 # model made only if someone reads them (nothing on the way to aiokafka does).
-                packed = encode_packed(fields, active_tasks, len(standby_ids), entries)
+                ints = active_packed(planned, active_tasks, named) if len(mine) > 1 else None
+                packed = encode_packed(fields, active_tasks, len(standby_ids), entries, ints)
                 if packed is not None:
                     results[member_id] = unbuilt(
                         partitions, fields, active_tasks,

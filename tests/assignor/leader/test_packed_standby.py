@@ -11,7 +11,12 @@ import pytest
 from assignor import TopologyBuilder
 from assignor.leader.cache import PlannedTasks, planned_tasks
 from assignor.leader.encode import partitions_of
-from assignor.leader.packed_standby import MAX_KEPT_DICTIONARIES, standby_map, standby_packed
+from assignor.leader.packed_standby import (
+    MAX_KEPT_DICTIONARIES,
+    active_packed,
+    standby_map,
+    standby_packed,
+)
 from protocol import Codec, TaskId
 from protocol.answers import AnswerWriter
 from protocol.codec import LATEST_VERSION
@@ -100,3 +105,18 @@ def test_standby_maps_list_each_tasks_partitions_sorted(names: list[str]) -> Non
     # a task that is not one of the plan's objects: sorted one by one, the same map
     copies = [TaskId(t.subtopology, t.partition) for t in mine]
     assert standby_map(copies, found, planned) == expected
+
+
+@pytest.mark.parametrize("topics", [1, 2])
+@pytest.mark.parametrize("named", [False, True])
+def test_the_plans_active_bytes_are_the_writers(topics: int, named: bool) -> None:
+    planned = _plan(topics)
+    tasks = list(planned.layout.tasks)
+    draw = random.Random(topics * 2 + named)
+    for _ in range(20):
+        mine = tuple(draw.sample(tasks, draw.randint(2, len(tasks)))) * topics
+        ints = [[0, t.subtopology, t.partition] if named else [t.subtopology, t.partition]
+                for t in mine]
+        expected = bytes(msgpack.packb([i for row in ints for i in row]))
+        assert active_packed(planned, mine, named) == expected
+    assert active_packed(planned, (TaskId(0, 1), TaskId(0, 2)), named) is None  # not the plan's
