@@ -382,6 +382,9 @@ _WHITESPACE: Final = re.compile(r"\s")
 # bound, so a long-lived process does not accumulate every id it ever saw.
 _INTERN_LIMIT: Final = 1 << 18
 _tasks: dict[tuple[int, int, str | None], TaskId] = {}
+#: the unnamed ones of ``_tasks`` by rank (``subtopology << 31 | partition``): int keys, made
+#: and hashed without a tuple each (a leader reads 200 of a member's offset sums per group)
+_ranked: dict[int, TaskId] = {}
 _partitions: dict[tuple[str, int], TopicPartition] = {}
 _hosts: dict[tuple[str, int], HostInfo] = {}
 _process_ids: dict[bytes, ProcessId] = {}
@@ -394,7 +397,10 @@ def task_id(subtopology: int, partition: int, topology: str | None) -> TaskId:
     if task is None:
         if len(_tasks) >= _INTERN_LIMIT:
             _tasks.clear()
+            _ranked.clear()
         task = _tasks[key] = trusted_task_id(subtopology, partition, topology)
+        if topology is None:
+            _ranked[subtopology << 31 | partition] = task
     return task
 
 
@@ -443,6 +449,7 @@ def topic_partition_range(topic: str, count: int) -> list[TopicPartition]:
 def forget_interned() -> None:
     """Empty the shared-instance tables, so the next decode pays for every id (benchmarks)."""
     _tasks.clear()
+    _ranked.clear()
     _partitions.clear()
     _hosts.clear()
     _process_ids.clear()
@@ -456,6 +463,12 @@ def interned_partitions() -> dict[tuple[str, int], TopicPartition]:
 def interned_tasks() -> dict[tuple[int, int, str | None], TaskId]:
     """The shared ``TaskId`` table, for loops that inline the lookup (read only)."""
     return _tasks
+
+
+def interned_ranked_tasks() -> dict[int, TaskId]:
+    """The unnamed tasks of the shared ``TaskId`` table by rank (``subtopology << 31 |
+    partition``; read only: :func:`task_id` fills both)."""
+    return _ranked
 
 
 def interned_process_ids() -> dict[bytes, ProcessId]:

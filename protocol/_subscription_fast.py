@@ -20,7 +20,7 @@ then reads the payload and accepts it or names what is wrong, exactly as before
 
 from __future__ import annotations
 
-from itertools import accumulate, compress, islice, repeat
+from itertools import accumulate, islice, repeat
 from operator import is_
 from typing import Final, cast
 
@@ -32,6 +32,7 @@ from protocol._read import (
     ONE_CALL_MAX_BYTES,
     interned_hosts,
     interned_process_ids,
+    interned_ranked_tasks,
     interned_tasks,
     process_id,
     read_whole,
@@ -61,6 +62,7 @@ _GROUP_INSTANCE_ID_CHARS: Final = 249
 _HOSTS: Final = interned_hosts()
 _PROCESS_IDS: Final = interned_process_ids()
 _TASKS: Final = interned_tasks()
+_RANKED: Final = interned_ranked_tasks()
 #: the fields a validated message counts as given (all): ``trusted_model``'s shared set
 _ALL_FIELDS: Final = all_fields_set(SubscriptionInfo)
 
@@ -147,9 +149,6 @@ def decode_fast(raw: bytes, latest_supported: int) -> SubscriptionInfo | None:
 
 
 _PACK_TAIL = msgpack.Packer(use_bin_type=True).pack
-#: the negative offset sums a task may report: -2 (running), -3 (unknown)
-_RUNNING_OR_UNKNOWN: Final = frozenset((-2, -3))
-_NEGATIVE = (0).__gt__
 
 
 def _plain_tags(raw: bytes, tags: dict[object, object], rack: object, instance: object) -> bool:
@@ -256,14 +255,16 @@ def _long_group(group: list[object], subtopology: int, sums: dict[object, int]) 
     offset_sums = values[1::2]
     if steps[0] < 0 or min(islice(steps, 1, None)) < 1:
         return False
-    partitions = list(accumulate(steps))
-    if partitions[-1] > INT32_MAX or max(offset_sums) > INT64_MAX:
+    # the tasks' ranks (``subtopology << 31 | partition``: the partitions, summed in C from
+    # the subtopology's base), found by int in the rank table, no (s, p, None) key made each
+    base = subtopology << 31
+    ranks = list(accumulate(steps, initial=base))
+    if ranks[-1] - base > INT32_MAX or max(offset_sums) > INT64_MAX:
         return False
-    if min(offset_sums) < 0 and not _RUNNING_OR_UNKNOWN.issuperset(
-        compress(offset_sums, map(_NEGATIVE, offset_sums))
-    ):
+    # the only negative sums are -2 (running) and -3 (unknown): at least -3, never -1
+    if min(offset_sums) < 0 and (min(offset_sums) < -3 or -1 in offset_sums):
         return False
-    tasks = list(map(_TASKS.get, zip(repeat(subtopology), partitions, repeat(None))))
+    tasks = list(map(_RANKED.get, islice(ranks, 1, None)))
     if any(map(is_, tasks, repeat(None))):
         return False  # a task this process has not seen yet: the streaming reader's
     sums.update(zip(tasks, offset_sums, strict=True))
