@@ -108,8 +108,10 @@ def _host_set(
     if table is None or places is None:
         return frozenset(chain.from_iterable(partitions_of(tasks, layout, known)))
     places.sort()  # ints; then the partitions are read in the plan's (memory) order
-    codes = table.codes_of(places)
-    codes.sort()  # ascending columns: merged
+    codes = places
+    if not table.codes_are_places:  # (one source topic: the sorted places are the codes)
+        codes = table.codes_of(places)
+        codes.sort()  # ascending columns: merged
     made = HostPartitions(table.partition_set(places), _runs(codes, table.topics))
     return made if len(made) == len(codes) else frozenset(made)
 

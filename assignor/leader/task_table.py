@@ -40,6 +40,9 @@ class TaskTable:
     topics: tuple[str, ...]
     #: each task's partitions as a set, by place (:meth:`keep_sets`)
     sets: list[frozenset[TopicPartition]] = field(default_factory=list, repr=False)
+    #: whether every task's one code is its place (one column, of the first topic, partition
+    #: ``i`` at place ``i``: one source topic, the usual plan): then places are their codes
+    codes_are_places: bool = field(default=False, repr=False)
 
     @staticmethod
     def of(layout: TaskLayout) -> TaskTable | None:
@@ -52,7 +55,9 @@ class TaskTable:
         ranks = columns.ranks
         places = range(len(ranks))
         place_of = None if ranks == list(places) else dict(zip(ranks, places, strict=True))
-        return TaskTable(columns.partitions, columns.codes, place_of, columns.topics)
+        codes = columns.codes
+        plain = len(codes) == 1 and codes[0] == list(places)
+        return TaskTable(columns.partitions, codes, place_of, columns.topics, [], plain)
 
     def places(self, tasks: Iterable[TaskId]) -> list[int] | None:
         """Each task's place, in the order given; ``None`` if one is not a task of this plan."""
