@@ -57,13 +57,15 @@ def standby_packed(
         return None  # (over the limit: the writer refuses it as the codec does)
     try:
         ranks = sorted(map(_RANK, standby))  # task order
-        active_ranks = set(map(_RANK, active))
+        seen = set(map(_RANK, active))
     except AttributeError:  # a named task, or one built without its rank
         return None
-    if not active_ranks.isdisjoint(ranks):
-        return None  # both active and standby: the writer refuses it as the codec does
-    if len(set(ranks)) < len(ranks):
-        return None  # a task twice (never from the leader): the map holds it once
+    before = len(seen)
+    seen.update(ranks)
+    if len(seen) != before + len(ranks):
+        # both active and standby (the writer refuses it as the codec does), or a task twice
+        # (never from the leader: the map holds it once)
+        return None
     places = ranks if table.place_of is None else list(map(table.place_of.get, ranks))
     if table.place_of is None:
         if ranks[-1] >= len(table.codes[0]):
@@ -73,10 +75,10 @@ def standby_packed(
     entries = _entries(planned, topic_index, named)
     if entries is None:
         return None
-    packed = list(map(entries.__getitem__, places))
-    if None in packed:
-        return None  # a partition of a topic the host maps do not name: the codec's
-    return packed_array(packed)  # type: ignore[arg-type]
+    try:  # (``None`` for a partition of a topic the host maps do not name: the codec's)
+        return packed_array(list(map(entries.__getitem__, places)))  # type: ignore[arg-type]
+    except TypeError:  # (joining bytes refuses ``None``, checked there in C)
+        return None
 
 
 def active_packed(planned: PlannedTasks, active: Sequence[TaskId], named: bool) -> bytes | None:
