@@ -142,7 +142,7 @@ def host_section(info: AssignmentInfo, version: int) -> HostSection:
     topics = sorted({topic for per in runs_of for runs in per.values() for topic, _ in runs})
     topic_index = {topic: index for index, topic in enumerate(topics)}
     packer = msgpack.Packer(use_bin_type=True)
-    packed = b"".join(packer.pack(_encode_hosts(per, topic_index)) for per in runs_of)
+    packed = b"".join(_packed_hosts(per, topic_index, packer) for per in runs_of)
     return HostSection(
         partitions_by_host=dict(info.partitions_by_host),
         standby_partitions_by_host=dict(info.standby_partitions_by_host) if version >= 2 else None,
@@ -238,18 +238,32 @@ def encode(info: AssignmentInfo, version: int, hosts: HostSection) -> bytes:
     )
 
 
-def _encode_hosts(
-    runs_of: Mapping[HostInfo, TopicRuns], topic_index: Mapping[str, int]
-) -> list[list[object]]:
+def _packed_hosts(
+    runs_of: Mapping[HostInfo, TopicRuns], topic_index: Mapping[str, int], packer: msgpack.Packer
+) -> bytes:
     """Hosts by (host, port), each ``[host, port, [topic, p0, p1 - p0, ...], ...]`` from its
-    numbers per topic (``runs_of``), the deltas taken in C."""
-    encoded: list[list[object]] = []
-    for host in sorted(runs_of, key=lambda h: (h.host, h.port)):
-        entry: list[object] = [host.host, host.port]
-        for topic, numbers in runs_of[host]:
-            entry.append([topic_index[topic], numbers[0], *map(sub, numbers[1:], numbers)])
-        encoded.append(entry)
-    return check_array(encoded, "hosts", MAX_HOSTS)
+    numbers per topic (``runs_of``), packed as msgpack packs that list (an array: its header,
+    then its elements' bytes). Deltas all below 128 are one-byte fixints: ``bytes(deltas)``,
+    made in C, not packed one by one (3,500 at 1,000 partitions x 10 members, a standby)."""
+    pack = packer.pack
+    header = packer.pack_array_header
+    hosts = check_array(sorted(runs_of, key=lambda h: (h.host, h.port)), "hosts", MAX_HOSTS)
+    parts = [header(len(hosts))]
+    for host in hosts:
+        runs = runs_of[host]
+        parts += (header(2 + len(runs)), pack(host.host), pack(host.port))
+        for topic, numbers in runs:
+            deltas = list(map(sub, numbers[1:], numbers))
+            try:  # (past 255, or below 0, ``bytes`` refuses; past 127 it is not ASCII)
+                small = bytes(deltas)
+            except ValueError:
+                small = b"\x80"
+            if small.isascii():
+                parts += (header(2 + len(deltas)), pack(topic_index[topic]), pack(numbers[0]),
+                          small)
+            else:
+                parts.append(pack([topic_index[topic], numbers[0], *deltas]))
+    return b"".join(parts)
 
 
 def decode(reader: Reader, fields: int, version: int, common: int) -> AssignmentInfo:
