@@ -20,8 +20,7 @@ then reads the payload and accepts it or names what is wrong, exactly as before
 
 from __future__ import annotations
 
-from itertools import accumulate, islice, repeat
-from operator import is_
+from itertools import accumulate, islice
 from typing import Final, cast
 
 import msgpack
@@ -262,13 +261,13 @@ def _long_group(group: list[object], subtopology: int, sums: dict[object, int]) 
     if ranks[-1] - base > INT32_MAX or max(offset_sums) > INT64_MAX:
         return False
     # the only negative sums are -2 (running) and -3 (unknown): at least -3, never -1
-    if min(offset_sums) < 0 and (min(offset_sums) < -3 or -1 in offset_sums):
+    lowest = min(offset_sums)
+    if lowest < 0 and (lowest < -3 or -1 in offset_sums):
         return False
-    tasks = list(map(_RANKED.get, islice(ranks, 1, None)))
-    if any(map(is_, tasks, repeat(None))):
-        return False  # a task this process has not seen yet: the streaming reader's
-    sums.update(zip(tasks, offset_sums, strict=True))
-    return True
+    # A task this process has not seen yet (the streaming reader's) is stored under ``None``,
+    # found by one look-up rather than a scan; the read is then refused, ``sums`` with it.
+    sums.update(zip(map(_RANKED.get, islice(ranks, 1, None)), offset_sums, strict=True))
+    return None not in sums
 
 
 #: Most distinct lengths of the part before the offset sums a reader keeps templates for (the
