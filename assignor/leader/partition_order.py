@@ -126,7 +126,8 @@ def by_codes(
     if columns is None:
         return None
     code_columns, part_columns = columns
-    codes = list(chain.from_iterable(code_columns))
+    # (one column: read as it is, never changed here)
+    codes = code_columns[0] if len(code_columns) == 1 else list(chain.from_iterable(code_columns))
     if not codes:
         return None
     width = len(code_columns)

@@ -101,9 +101,11 @@ class TaskTable:
         return list(chain.from_iterable(map(column.__getitem__, places) for column in self.codes))
 
     def columns(self, places: list[int]) -> tuple[list[list[int]], list[list[TopicPartition]]]:
-        """The codes and the partitions of the tasks at ``places``, column by column."""
+        """The codes and the partitions of the tasks at ``places``, column by column (the
+        codes ``places`` itself when they are the places: not to be changed)."""
         return (
-            [list(map(column.__getitem__, places)) for column in self.codes],
+            [places] if self.codes_are_places
+            else [list(map(column.__getitem__, places)) for column in self.codes],
             [list(map(column.__getitem__, places)) for column in self.partitions],
         )
 
