@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from functools import partial
 from itertools import chain, compress, filterfalse
-from operator import attrgetter, itemgetter
 from typing import cast
 
 from assignor.leader.cache import PlannedTasks
@@ -36,9 +35,6 @@ from protocol.messages import (
 
 PartitionsByHost = dict[HostInfo, frozenset[TopicPartition]]
 HostMaps = tuple[PartitionsByHost, PartitionsByHost]
-_TOPIC = attrgetter("topic")
-_PARTITION = attrgetter("partition")
-_FIRST = itemgetter(0)
 
 #: Most bytes the copies of the group's host maps may take in one rebalance's assignments
 #: together. The broker keeps every member's subscription and assignment in one
