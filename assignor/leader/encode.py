@@ -145,10 +145,10 @@ def encode_members(
     table = planned.table if planned is not None else None
 
     def in_partition_order(
-        mine: Sequence[TaskId],
+        mine: Sequence[TaskId], places: list[int] | None
     ) -> tuple[tuple[TopicPartition, ...], tuple[TaskId, ...], ByTopic | None]:
-        """:func:`_in_partition_order`, from the plan's codes alone when they tell."""
-        places = table.places(mine) if table is not None and len(mine) > _FEW_TASKS else None
+        """:func:`_in_partition_order`, from the plan's codes alone when they tell (``places``
+        those of ``mine`` in the plan, or ``None``)."""
         if table is not None and places is not None:
             ordered = _by_codes(mine, table.columns(places), table.topics)
             if ordered is not None:
@@ -232,19 +232,24 @@ def encode_members(
             partitions: tuple[TopicPartition, ...] = ()
             active_tasks: tuple[TaskId, ...] = ()
             by_topic: ByTopic | None = None
+            places: list[int] | None = None  # (in the plan, of several active tasks)
             if mine:
                 # (by the task object's id: the layout's own objects, no ``TaskId.__hash__``)
                 partitions = (find(id(mine[0])) or tasks[mine[0]]) if len(mine) == 1 else ()
                 if len(partitions) == 1:  # one task of one partition: nothing to sort
                     active_tasks = (mine[0],)
                 else:
-                    partitions, active_tasks, by_topic = in_partition_order(mine)
+                    if table is not None and len(mine) > _FEW_TASKS:
+                        places = table.places(mine)
+                    partitions, active_tasks, by_topic = in_partition_order(mine, places)
             if (
                 len(standby_ids) > 1
                 and planned is not None
                 and member_id != followup_consumer
                 and (index := topic_index_of(fields)) is not None
-                and (entries := standby_packed(planned, standby_ids, mine, index, named))
+                and (
+                    entries := standby_packed(planned, standby_ids, mine, index, named, places)
+                )
             ):
                 # Written from the plan's packed entries; the map of its standby tasks and its
                 # model made only if someone reads them (nothing on the way to aiokafka does).

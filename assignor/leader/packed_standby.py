@@ -44,9 +44,12 @@ def standby_packed(
     active: Sequence[TaskId],
     topic_index: Mapping[str, int] | None,
     named: bool,
+    active_places: Sequence[int] | None = None,
 ) -> bytes | None:
     """The packed array of ``standby``'s entries (two or more tasks, none of ``active``), or
-    ``None`` when the plan cannot tell them (the writer then reads the tasks)."""
+    ``None`` when the plan cannot tell them (the writer then reads the tasks).
+    ``active_places``: the places of ``active`` in the plan (``TaskTable.places``), when the
+    caller has them (a member's sorted actives): its tasks' ranks are then not read again."""
     table = planned.table
     if (
         table is None
@@ -57,14 +60,9 @@ def standby_packed(
         return None  # (over the limit: the writer refuses it as the codec does)
     try:
         ranks = sorted(map(_RANK, standby))  # task order
-        seen = set(map(_RANK, active))
+        if active_places is None:
+            active_places = table.places(active)
     except AttributeError:  # a named task, or one built without its rank
-        return None
-    before = len(seen)
-    seen.update(ranks)
-    if len(seen) != before + len(ranks):
-        # both active and standby (the writer refuses it as the codec does), or a task twice
-        # (never from the leader: the map holds it once)
         return None
     places = ranks if table.place_of is None else list(map(table.place_of.get, ranks))
     if table.place_of is None:
@@ -72,6 +70,15 @@ def standby_packed(
             return None
     elif None in places:
         return None  # a task of another plan
+    if active_places is None:
+        return None  # an active task of another plan
+    # Places, one per task of the plan: both active and standby (the writer refuses it as the
+    # codec does), or a task twice (never from the leader: the map holds it once), is fewer.
+    seen = set(active_places)
+    before = len(seen)
+    seen.update(places)  # type: ignore[arg-type]  # (no None left)
+    if len(seen) != before + len(places):
+        return None
     entries = _entries(planned, topic_index, named)
     if entries is None:
         return None
