@@ -281,10 +281,15 @@ def settled_standby_movements(
     active = ws.active
     standby = ws.standby
     plan: list[tuple[int, int, int | None]] = []
+    add_plan = plan.append
     known = caught.known
-    for head in order:
-        task, destination = moves[head]
-        candidates = known[task] if task in known else caught.candidates(task)
+    # the moves in ``order``: as found when that is the order (no index step per move)
+    in_order = type(order) is range and order == range(len(moves))
+    ordered = moves if in_order else map(moves.__getitem__, order)
+    for task, destination in ordered:
+        candidates = known.get(task, _UNKNOWN)
+        if candidates is _UNKNOWN:
+            candidates = caught.candidates(task)
         if candidates is None:
             return None
         free: int | None = None
@@ -293,7 +298,7 @@ def settled_standby_movements(
                 if free is not None:
                     return None  # two clients may qualify: the queue's layout decides
                 free = c
-        plan.append((task, destination, free))
+        add_plan((task, destination, free))
 
     # No look at loads in this loop: copies move by plain set operations (each source holds
     # no copy, each destination holds one) and the loads are recounted once at the end.

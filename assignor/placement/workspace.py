@@ -164,7 +164,7 @@ class Workspace:
             low, high = (0, acceptable) if acceptable is not None else (1, 0)
             # the sentinels as locals: a global look-up per report is a measurable share here
             latest = LATEST_OFFSET
-            sentinels = (LATEST_OFFSET, UNKNOWN_OFFSET_SUM)
+            unknown = UNKNOWN_OFFSET_SUM
             ends_of = defaults.get
             shared: set[int] = set()  # the tasks whose map and list one client shares (below)
             for c, view in enumerate(views):
@@ -197,12 +197,13 @@ class Workspace:
                     if end is None:
                         continue
                     # ``task_lag`` inlined (a call per report is most of this loop's cost)
-                    if offset_sum in sentinels:
-                        lag = offset_sum
-                    elif end < offset_sum:
-                        continue  # lag == end: corrupt state is charged the whole end sum
-                    else:
+                    # (int comparisons, which the interpreter specializes, not ``in`` a tuple)
+                    if offset_sum >= 0 or (offset_sum != latest and offset_sum != unknown):
+                        if end < offset_sum:
+                            continue  # lag == end: corrupt state is charged the whole end sum
                         lag = end - offset_sum
+                    else:
+                        lag = offset_sum
                     if lag != end:
                         lags_of = reported.get(found)
                         if lags_of is None:
