@@ -83,10 +83,11 @@ def settled_active_movements(
     tasks = list(map(_FIRST, ordered))
     known = caught.known
     plan = list(map(known.get, tasks, repeat(_UNKNOWN)))
-    if any(map(is_, plan, repeat(_UNKNOWN))):  # not recorded with the lags: ask
-        plan = [known[t] if t in known else caught.candidates(t) for t in tasks]
-    if None in plan:
-        return False  # most clients are caught up on some task: the queue's order decides
+    if not caught.lists_every_task():  # (else no look-up can miss or find ``None``)
+        if any(map(is_, plan, repeat(_UNKNOWN))):  # not recorded with the lags: ask
+            plan = [known[t] if t in known else caught.candidates(t) for t in tasks]
+        if None in plan:
+            return False  # most clients are caught up on some task: the queue's order decides
     candidate_lists = cast(list[list[int]], plan)
     holders: list[int | None] | None = None
     if any(standby):  # (no client holds a standby, as without replicas: no holder to find)
@@ -211,7 +212,7 @@ def _stepped(
         tail = list(compress(candidate_lists[steps:], is_plain[steps:]))
     if steps == n or (head and min(map(len, head)) == 0):
         return n
-    if tail and (min(map(len, tail)) != 1 or max(map(len, tail)) != 1):
+    if tail and set(map(len, tail)) != {1}:  # (one pass, not a min and a max)
         return n
     return steps
 
