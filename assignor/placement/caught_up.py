@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from itertools import repeat
+from operator import itemgetter
 
 from assignor.placement.lags import LONG_MAX, is_caught_up
 from assignor.placement.workspace import Workspace
@@ -17,6 +18,9 @@ from protocol.messages import LATEST_OFFSET
 
 _NONE_CAUGHT_UP: list[int] = []  # shared by every task nobody is caught up on: never mutated
 _UNKNOWN: list[int] = []  # a look-up's "not answered yet"
+#: a (client, lag) item as (lag, client), in C: a ``zip(..., strict=True)`` per task parses
+#: its keyword on every call
+_LAG_CLIENT = itemgetter(1, 0)
 
 
 class CaughtUp:
@@ -202,7 +206,7 @@ class CaughtUp:
         lags = self.ws.lags
         special = lags.special[task]
         if order is None:
-            order = self._order[task] = sorted(zip(special.values(), special, strict=True))
+            order = self._order[task] = sorted(map(_LAG_CLIENT, special.items()))
         default = lags.default[task]
         i = 0
         while i < len(order) and order[i][0] < default:
@@ -228,7 +232,7 @@ class CaughtUp:
         order = self._order.get(task)
         if order is None:
             special = self.ws.lags.special[task]
-            order = self._order[task] = sorted(zip(special.values(), special, strict=True))
+            order = self._order[task] = sorted(map(_LAG_CLIENT, special.items()))
         special = self.ws.lags.special[task]
         default = self.ws.lags.default[task]
         i = 0

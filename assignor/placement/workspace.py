@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from itertools import repeat
-from operator import attrgetter, is_
+from operator import attrgetter, eq, is_
 from types import MappingProxyType
 from typing import cast
 
@@ -177,9 +177,10 @@ class Workspace:
                 report_ends = list(map(ends_of, found_all))
                 if (
                     report_ends
+                    # first: for a client that also reports standbys it stops at one of them
+                    and all(map(eq, sums.values(), repeat(latest)))
                     and None not in report_ends
                     and min(cast(list[int], report_ends)) > latest
-                    and set(sums.values()) == {latest}
                     and reported.keys().isdisjoint(found_all)
                 ):
                     # A client running every task it reported, none reported before: the loop
