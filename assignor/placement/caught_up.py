@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from itertools import repeat
+from operator import itemgetter
 
 from assignor.placement.lags import LONG_MAX, is_caught_up
 from assignor.placement.workspace import Workspace
@@ -17,6 +18,9 @@ from protocol.messages import LATEST_OFFSET
 
 _NONE_CAUGHT_UP: list[int] = []  # shared by every task nobody is caught up on: never mutated
 _UNKNOWN: list[int] = []  # a look-up's "not answered yet"
+#: a (client, lag) item as (lag, client), in C: a ``zip(..., strict=True)`` per task parses
+#: its keyword on every call
+_LAG_CLIENT = itemgetter(1, 0)
 
 
 class CaughtUp:
@@ -28,6 +32,7 @@ class CaughtUp:
         "_candidates",
         "_count",
         "_movable",
+        "_none_listed",
         "_order",
         "ws",
     )
@@ -41,6 +46,7 @@ class CaughtUp:
         self._candidates: dict[int, list[int] | None] = self._recorded_candidates()
         self._candidate_sets: dict[int, frozenset[int]] = {}
         self._movable: set[int] | None = None
+        self._none_listed = False  # whether ``candidates`` answered ``None`` for some task
 
     def _recorded_candidates(self) -> dict[int, list[int] | None]:
         """``candidates(t)`` of every task whose default lag is not caught up, from the lags'
@@ -102,7 +108,16 @@ class CaughtUp:
                     c for c, lag in reported.items() if lag == latest or 0 <= lag <= acceptable
                 ]
         cache[task] = found
+        if found is None:
+            self._none_listed = True
         return found
+
+    def lists_every_task(self) -> bool:
+        """Whether ``known`` answers every stateful task, each with a list: then a step that
+        reads it for its tasks need not check each answer for a miss or ``None`` (both a
+        pass of a few hundred instructions per task). ``known`` holds stateful tasks only,
+        so equal counts are equal sets."""
+        return not self._none_listed and len(self._candidates) == len(self.ws.lags.default)
 
     def candidate_set(self, task: int, candidates: list[int]) -> frozenset[int]:
         """``candidates(task)`` as a set, built once per task rather than once per poll."""
@@ -191,7 +206,7 @@ class CaughtUp:
         lags = self.ws.lags
         special = lags.special[task]
         if order is None:
-            order = self._order[task] = sorted(zip(special.values(), special, strict=True))
+            order = self._order[task] = sorted(map(_LAG_CLIENT, special.items()))
         default = lags.default[task]
         i = 0
         while i < len(order) and order[i][0] < default:
@@ -217,7 +232,7 @@ class CaughtUp:
         order = self._order.get(task)
         if order is None:
             special = self.ws.lags.special[task]
-            order = self._order[task] = sorted(zip(special.values(), special, strict=True))
+            order = self._order[task] = sorted(map(_LAG_CLIENT, special.items()))
         special = self.ws.lags.special[task]
         default = self.ws.lags.default[task]
         i = 0

@@ -83,10 +83,11 @@ def settled_active_movements(
     tasks = list(map(_FIRST, ordered))
     known = caught.known
     plan = list(map(known.get, tasks, repeat(_UNKNOWN)))
-    if any(map(is_, plan, repeat(_UNKNOWN))):  # not recorded with the lags: ask
-        plan = [known[t] if t in known else caught.candidates(t) for t in tasks]
-    if None in plan:
-        return False  # most clients are caught up on some task: the queue's order decides
+    if not caught.lists_every_task():  # (else no look-up can miss or find ``None``)
+        if any(map(is_, plan, repeat(_UNKNOWN))):  # not recorded with the lags: ask
+            plan = [known[t] if t in known else caught.candidates(t) for t in tasks]
+        if None in plan:
+            return False  # most clients are caught up on some task: the queue's order decides
     candidate_lists = cast(list[list[int]], plan)
     holders: list[int | None] | None = None
     if any(standby):  # (no client holds a standby, as without replicas: no holder to find)
@@ -211,7 +212,7 @@ def _stepped(
         tail = list(compress(candidate_lists[steps:], is_plain[steps:]))
     if steps == n or (head and min(map(len, head)) == 0):
         return n
-    if tail and (min(map(len, tail)) != 1 or max(map(len, tail)) != 1):
+    if tail and set(map(len, tail)) != {1}:  # (one pass, not a min and a max)
         return n
     return steps
 
@@ -281,10 +282,15 @@ def settled_standby_movements(
     active = ws.active
     standby = ws.standby
     plan: list[tuple[int, int, int | None]] = []
+    add_plan = plan.append
     known = caught.known
-    for head in order:
-        task, destination = moves[head]
-        candidates = known[task] if task in known else caught.candidates(task)
+    # the moves in ``order``: as found when that is the order (no index step per move)
+    in_order = type(order) is range and order == range(len(moves))
+    ordered = moves if in_order else map(moves.__getitem__, order)
+    for task, destination in ordered:
+        candidates = known.get(task, _UNKNOWN)
+        if candidates is _UNKNOWN:
+            candidates = caught.candidates(task)
         if candidates is None:
             return None
         free: int | None = None
@@ -293,7 +299,7 @@ def settled_standby_movements(
                 if free is not None:
                     return None  # two clients may qualify: the queue's layout decides
                 free = c
-        plan.append((task, destination, free))
+        add_plan((task, destination, free))
 
     # No look at loads in this loop: copies move by plain set operations (each source holds
     # no copy, each destination holds one) and the loads are recounted once at the end.

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from itertools import repeat
-from operator import attrgetter, is_
+from operator import attrgetter, eq, is_
 from types import MappingProxyType
 from typing import cast
 
@@ -164,7 +164,7 @@ class Workspace:
             low, high = (0, acceptable) if acceptable is not None else (1, 0)
             # the sentinels as locals: a global look-up per report is a measurable share here
             latest = LATEST_OFFSET
-            sentinels = (LATEST_OFFSET, UNKNOWN_OFFSET_SUM)
+            unknown = UNKNOWN_OFFSET_SUM
             ends_of = defaults.get
             shared: set[int] = set()  # the tasks whose map and list one client shares (below)
             for c, view in enumerate(views):
@@ -177,9 +177,10 @@ class Workspace:
                 report_ends = list(map(ends_of, found_all))
                 if (
                     report_ends
+                    # first: for a client that also reports standbys it stops at one of them
+                    and all(map(eq, sums.values(), repeat(latest)))
                     and None not in report_ends
                     and min(cast(list[int], report_ends)) > latest
-                    and set(sums.values()) == {latest}
                     and reported.keys().isdisjoint(found_all)
                 ):
                     # A client running every task it reported, none reported before: the loop
@@ -197,12 +198,13 @@ class Workspace:
                     if end is None:
                         continue
                     # ``task_lag`` inlined (a call per report is most of this loop's cost)
-                    if offset_sum in sentinels:
-                        lag = offset_sum
-                    elif end < offset_sum:
-                        continue  # lag == end: corrupt state is charged the whole end sum
-                    else:
+                    # (int comparisons, which the interpreter specializes, not ``in`` a tuple)
+                    if offset_sum >= 0 or (offset_sum != latest and offset_sum != unknown):
+                        if end < offset_sum:
+                            continue  # lag == end: corrupt state is charged the whole end sum
                         lag = end - offset_sum
+                    else:
+                        lag = offset_sum
                     if lag != end:
                         lags_of = reported.get(found)
                         if lags_of is None:
