@@ -207,7 +207,7 @@ def repeat_decision(decision: MemberDecision) -> MemberDecision:
         dict(done.standby_tasks),
         dict(done.partitions_by_host),
         dict(done.standby_partitions_by_host),
-        diff_tasks(done, done.active_tasks, done.standby_tasks),
+        _all_kept(done),
         AssignorError.NONE,
         "",
         dict(done.changelogs),
@@ -216,6 +216,22 @@ def repeat_decision(decision: MemberDecision) -> MemberDecision:
     return MemberDecision(
         assignment, decision.next_used_version, decision.rebalance_at_ms, decision.reason
     )
+
+
+def _all_kept(done: MemberAssignment) -> TaskChanges:
+    """``diff_tasks(done, done.active_tasks, done.standby_tasks)``: every task kept, none added
+    or removed (most members of every probing round come here). The kept sets are made by the
+    same intersection of two equal sets, so they iterate in the same order (a set intersected
+    with itself is copied instead, in another order); the four differences, empty, are not
+    computed."""
+    active, standby = done.active_tasks, done.standby_tasks
+    return TaskChanges(
+        frozenset(set(active) & set(active)), _NO_TASKS, _NO_TASKS,
+        frozenset(set(standby) & set(standby)), _NO_TASKS, _NO_TASKS,
+    )
+
+
+_NO_TASKS: frozenset[TaskId] = frozenset()
 
 
 #: Topologies (by identity, kept alive so that an id is not reused) -> task -> its changelog

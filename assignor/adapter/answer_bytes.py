@@ -50,19 +50,24 @@ _KEPT_LIMIT = 1024
 _arrays: dict[int, struct.Struct] = {}
 #: a topic's name as the schema writes it (Int16 length, UTF-8), by name
 _names: dict[str, bytes] = {}
+#: what ``answer_bytes`` keeps a head by: a member's one partition, or its tuple of them
+HeadKey = TopicPartition | tuple[TopicPartition, ...]
 
 
 def answer_bytes(
     members: Mapping[str, ConsumerProtocolMemberMetadata],
     results: Mapping[str, MemberResult],
-    heads: dict[TopicPartition, bytes] | None = None,
+    heads: dict[HeadKey, bytes] | None = None,
 ) -> dict[str, bytes]:
     """aiokafka's encoded answer for every member, in the order aiokafka listed the members.
 
     A one-partition member's leading bytes (version and listing) come from ``heads`` (added
     when missing): kept from an earlier rebalance, they are neither rebuilt nor new objects
     for the collector's young pass when ``assign()`` re-enables it (1,000 such members at
-    1,000 threads per client).
+    1,000 threads per client). A member of several partitions that the leader did not list
+    by topic is kept by its tuple of partitions: in a probing round most members hold what
+    they held, and a tuple's look-up (the plan's own partition objects, equal by identity)
+    costs less than sorting and packing the listing again.
 
     Members handed the same result object (those without tasks) share one answer: the
     pipeline lists them next to each other, so a run of them costs an identity check and a
@@ -91,6 +96,11 @@ def answer_bytes(
                     cached = kept.get(only)
                     if cached is None:
                         cached = kept[only] = _one_partition_head(only.topic, only.partition)
+                    head = cached
+                elif type(partitions) is tuple:  # kept by the partitions themselves
+                    cached = kept.get(partitions)
+                    if cached is None:
+                        cached = kept[partitions] = listing_head(topic_listing(partitions))
                     head = cached
                 else:
                     head = listing_head(topic_listing(partitions))
@@ -183,6 +193,7 @@ def decode_answers(answers: Mapping[str, bytes]) -> dict[str, ConsumerProtocolMe
 
 __all__ = [
     "CONSUMER_PROTOCOL_VERSION",
+    "HeadKey",
     "answer_bytes",
     "decode_answers",
     "error_assignments",

@@ -32,6 +32,7 @@ from aiokafka.protocol.struct import Struct
 
 from assignor.adapter.answer_bytes import (
     CONSUMER_PROTOCOL_VERSION,
+    HeadKey,
     answer_bytes,
     error_assignments,
 )
@@ -56,7 +57,6 @@ from assignor.member import (
 from protocol._assignment_fast import copy_assignment
 from protocol.codec import Codec
 from protocol.errors import AssignorError, ProtocolError
-from protocol.ids import TopicPartition
 from protocol.messages import AssignmentInfo, SubscriptionInfo, VersionHeader
 from protocol.own_subscription import own_subscription
 from protocol.shared_ids import shared_topic_partition
@@ -150,8 +150,8 @@ class StreamsPartitionAssignor:
         self._pending_memory: LeaderMemory | None = None
         #: the task plan and end sums of this consumer's last assign(), for the next one
         self._leader_cache = LeaderCache()
-        #: one-partition members' answer heads, by partition, kept from one assign() to the next
-        self._heads: dict[TopicPartition, bytes] = {}
+        #: members' answer heads, by partition(s), kept from one assign() to the next
+        self._heads: dict[HeadKey, bytes] = {}
 
     def bind(self, consumer: object) -> None:
         """Tell the assignor its consumer, so that follow-up rebalances can be triggered and,

@@ -12,8 +12,8 @@ from aiokafka.coordinator.protocol import (
 )
 
 from assignor import decode_answers
+from assignor.adapter.answer_bytes import HeadKey, error_assignments
 from assignor.adapter.answer_bytes import answer_bytes as _answer_bytes
-from assignor.adapter.answer_bytes import error_assignments
 from assignor.leader.model import MemberResult
 from protocol.codec import Codec
 from protocol.errors import AssignorError
@@ -86,10 +86,26 @@ def test_a_listing_the_leader_already_made_is_what_is_sent() -> None:
     )
 
 
+def test_several_partition_heads_are_kept_by_their_tuple_and_encode_the_same() -> None:
+    """A member of several partitions (without a leader-made listing) is kept by its tuple of
+    partitions: the next rebalance's equal tuple, in any member, reuses the bytes, which are
+    aiokafka's encoding of the sorted listing."""
+    info = AssignmentInfo.error(AssignorError.NONE, 1)
+    parts = tuple(TopicPartition(topic=t, partition=n) for t, n in (("u", 4), ("t", 9), ("t", 1)))
+    kept: dict[HeadKey, bytes] = {}
+    members = {m: _metadata() for m in ["a", "b"]}
+    busy, idle = MemberResult(parts, info, b"1"), _result(None)
+    first = _answer_bytes(members, {"a": busy, "b": idle}, kept)
+    head = kept[parts]
+    second = _answer_bytes(members, {"a": idle, "b": MemberResult(parts, info, b"1")}, kept)
+    assert kept[parts] is head and second["b"] == first["a"]
+    assert first["a"] == _aiokafka_bytes([("t", [1, 9]), ("u", [4])], b"1")
+
+
 def test_one_partition_heads_are_kept_between_rebalances_and_encode_the_same() -> None:
     """The leader's kept heads: a one-partition member's leading bytes are those of the
     rebalance before, and every answer is aiokafka's encoding of the same values."""
-    kept: dict[TopicPartition, bytes] = {}
+    kept: dict[HeadKey, bytes] = {}
     members = {m: _metadata() for m in ["a", "b", "c"]}
     standby = MemberResult((), AssignmentInfo.error(AssignorError.NONE, 1), b"s")
     first = _answer_bytes(members, {"a": _result(3), "b": standby, "c": _result(7)}, kept)
