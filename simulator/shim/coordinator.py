@@ -462,14 +462,15 @@ class GroupCoordinator(RebalancePhases):
         future.set_result(JoinGroupResponse(error, member_id))
 
 
+#: the bits ``random_uuid4`` keeps, and the variant and version bits it sets
+_UUID_KEPT, _UUID_SET = ~(0xC000 << 48) & ~(0xF000 << 64), (0x8000 << 48) | (4 << 76)
+
 
 def random_uuid4(bits: int) -> str:
     """``str(uuid.UUID(int=bits, version=4))``, the same text without building the object
     (it was a tenth of a cold start's coordinator time): the variant and version bits set as
     ``uuid.UUID`` sets them, then the 8-4-4-4-12 hex groups."""
-    bits = (bits & ~(0xC000 << 48)) | (0x8000 << 48)
-    bits = (bits & ~(0xF000 << 64)) | (4 << 76)
-    text = f"{bits:032x}"
+    text = "%032x" % ((bits & _UUID_KEPT) | _UUID_SET)  # (one mask: 400 ids a cold start)
     return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
 
 
