@@ -42,8 +42,8 @@ from simulator.scenarios import StateDynamics
 from simulator.state_cleaner import StateCleaner
 from simulator.state_scan import Parts, ProcessPart, Scan, ThreadTasks, follow_standbys
 
-#: Positions within this many records of the end count as caught up (float rounding).
-_EPSILON = 1e-6
+#: Positions within this many records of the end count as caught up (``state_scan``).
+_EPSILON = state_scan.EPSILON
 #: the cleaner's due time of a process that is not running
 _NEVER = float("inf")
 #: an unnamed ``TaskId``'s kept (subtopology, partition) rank (AttributeError for others)
@@ -445,20 +445,16 @@ class StateModel:
             self._segment(step, scan)
             self._disk_version += 1
             # processing stores stay at their ends and standbys count for nothing here: only a
-            # restoring task that reached its end changes its process's part of the scan
-            self._caught_up_now(scan.restoring)
+            # restoring task that reached its end changes its process's part of the scan; if
+            # none did, the scan stays, with the next finish found on the same walk
+            reached, finish = state_scan.reached_ends(scan.restoring, self.dynamics.restore_rate,
+                                                      self._end, self._disk)
+            for process in reached:
+                self._touch(process)
+            if not reached:
+                scan.finish = (self._disk_version, finish)
             self.now = now if step == remaining else self.now + step
         self.now = max(self.now, now)
-
-    def _caught_up_now(self, restoring: Mapping[tuple[str, int], list[int]]) -> None:
-        ends = self._end
-        for (process, _), tasks in restoring.items():
-            disk = self._disk.get(process, {})
-            for i in tasks:
-                end = ends[i]
-                if end is None or disk.get(i, -1.0) >= end - _EPSILON:
-                    self._touch(process)
-                    break
 
     def _segment(self, step: float, scan: Scan) -> None:
         dynamics = self.dynamics
