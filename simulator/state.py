@@ -149,18 +149,19 @@ class StateModel:
         self._parts.add_tasks(len(self.tasks) - known)
 
     def _indices(self, tasks: Iterable[TaskId]) -> tuple[int, ...]:
-        """The known ``tasks``' indices, sorted. Every thread's assignment comes through here
-        at every rebalance: unnamed tasks are found by their kept int rank (hashed in C), any
-        other task (named, or a copy that kept no rank) by the ``TaskId`` itself (a Python
-        ``__hash__`` call each)."""
+        """The known ``tasks``' indices, sorted, for every thread's assignment: unnamed tasks by
+        their kept int rank (hashed in C), others by the ``TaskId`` (a Python ``__hash__``).
+        A thread holds a task or two: one list, filtered only if some task is unknown."""
         if type(tasks) not in _COLLECTIONS and not isinstance(tasks, Collection):
             tasks = list(tasks)  # read twice if a task keeps no rank (an ABC check: 1 us)
         try:
-            found = map(self._rank_index.get, map(_RANK, tasks))
-            return tuple(sorted(filter(_KNOWN, found)))
+            found = [*map(self._rank_index.get, map(_RANK, tasks))]
         except AttributeError:
-            found = map(self._index.get, tasks)
-            return tuple(sorted(filter(_KNOWN, found)))
+            found = [*map(self._index.get, tasks)]
+        if None in found:
+            found = [*filter(_KNOWN, found)]
+        found.sort()  # (no None left)
+        return tuple(found)  # type: ignore[arg-type]
 
     def add_process(self, process: str, behind: Mapping[TaskId, float] | None = None, *,
                     at_end: Collection[TaskId] = (), settle_threads: int = 0) -> None:
@@ -378,6 +379,7 @@ class StateModel:
         for index, state in threads.items():
             if not state.running:
                 continue
+            behind: list[int] = []  # (its key added once, in the same order)
             for i in state.active:
                 end = ends[i]
                 if end is None:
@@ -386,7 +388,9 @@ class StateModel:
                     available.append(i)
                     grow.append(i)
                 else:
-                    restoring.setdefault((process, index), []).append(i)
+                    behind.append(i)
+            if behind:
+                restoring[(process, index)] = behind
             if state.standby:
                 part.standby_disk = self._disk[process]
                 for i in state.standby:
@@ -444,9 +448,7 @@ class StateModel:
             step = remaining if finish is None else min(remaining, max(finish, 0.0))
             self._segment(step, scan)
             self._disk_version += 1
-            # processing stores stay at their ends and standbys count for nothing here: only a
-            # restoring task that reached its end changes its process's part of the scan; if
-            # none did, the scan stays, with the next finish found on the same walk
+            # only a restoring task at its end changes its part; if none, the finish comes along
             reached, finish = state_scan.reached_ends(scan.restoring, self.dynamics.restore_rate,
                                                       self._end, self._disk)
             for process in reached:
