@@ -42,8 +42,8 @@ from simulator.scenarios import StateDynamics
 from simulator.state_cleaner import StateCleaner
 from simulator.state_scan import Parts, ProcessPart, Scan, ThreadTasks, follow_standbys
 
-#: Positions within this many records of the end count as caught up (float rounding).
-_EPSILON = 1e-6
+#: Positions within this many records of the end count as caught up (``state_scan``).
+_EPSILON = state_scan.EPSILON
 #: the cleaner's due time of a process that is not running
 _NEVER = float("inf")
 #: an unnamed ``TaskId``'s kept (subtopology, partition) rank (AttributeError for others)
@@ -149,18 +149,19 @@ class StateModel:
         self._parts.add_tasks(len(self.tasks) - known)
 
     def _indices(self, tasks: Iterable[TaskId]) -> tuple[int, ...]:
-        """The known ``tasks``' indices, sorted. Every thread's assignment comes through here
-        at every rebalance: unnamed tasks are found by their kept int rank (hashed in C), any
-        other task (named, or a copy that kept no rank) by the ``TaskId`` itself (a Python
-        ``__hash__`` call each)."""
+        """The known ``tasks``' indices, sorted, for every thread's assignment: unnamed tasks by
+        their kept int rank (hashed in C), others by the ``TaskId`` (a Python ``__hash__``).
+        A thread holds a task or two: one list, filtered only if some task is unknown."""
         if type(tasks) not in _COLLECTIONS and not isinstance(tasks, Collection):
             tasks = list(tasks)  # read twice if a task keeps no rank (an ABC check: 1 us)
         try:
-            found = map(self._rank_index.get, map(_RANK, tasks))
-            return tuple(sorted(filter(_KNOWN, found)))
+            found = [*map(self._rank_index.get, map(_RANK, tasks))]
         except AttributeError:
-            found = map(self._index.get, tasks)
-            return tuple(sorted(filter(_KNOWN, found)))
+            found = [*map(self._index.get, tasks)]
+        if None in found:
+            found = [*filter(_KNOWN, found)]
+        found.sort()  # (no None left)
+        return tuple(found)  # type: ignore[arg-type]
 
     def add_process(self, process: str, behind: Mapping[TaskId, float] | None = None, *,
                     at_end: Collection[TaskId] = (), settle_threads: int = 0) -> None:
@@ -207,12 +208,17 @@ class StateModel:
 
     def stop(self, process: str, thread: int | None = None) -> None:
         """The thread (every thread if ``None``) stops processing: a rebalance began for it."""
-        self._parts.stale.add(process)  # ``_touch``, inline: each member's join and assignment
-        self._scanned = None
         self._cleaner.start(process, self.now)
+        stopped = False
         for index, state in self._threads.get(process, {}).items():
-            if thread is None or index == thread:
+            if state.running and (thread is None or index == thread):
                 state.running = False
+                stopped = True
+        # A part lists what running threads do: with none stopped here it stays as built (a
+        # cold start's first join of each process rebuilt an empty part: 200 of its 912)
+        if stopped:
+            self._parts.stale.add(process)  # ``_touch``, inline: each member's join
+            self._scanned = None
 
     def assign(
         self, process: str, thread: int, active: Iterable[TaskId], standby: Iterable[TaskId]
@@ -373,6 +379,7 @@ class StateModel:
         for index, state in threads.items():
             if not state.running:
                 continue
+            behind: list[int] = []  # (its key added once, in the same order)
             for i in state.active:
                 end = ends[i]
                 if end is None:
@@ -381,7 +388,9 @@ class StateModel:
                     available.append(i)
                     grow.append(i)
                 else:
-                    restoring.setdefault((process, index), []).append(i)
+                    behind.append(i)
+            if behind:
+                restoring[(process, index)] = behind
             if state.standby:
                 part.standby_disk = self._disk[process]
                 for i in state.standby:
@@ -439,21 +448,15 @@ class StateModel:
             step = remaining if finish is None else min(remaining, max(finish, 0.0))
             self._segment(step, scan)
             self._disk_version += 1
-            # processing stores stay at their ends and standbys count for nothing here: only a
-            # restoring task that reached its end changes its process's part of the scan
-            self._caught_up_now(scan.restoring)
+            # only a restoring task at its end changes its part; if none, the finish comes along
+            reached, finish = state_scan.reached_ends(scan.restoring, self.dynamics.restore_rate,
+                                                      self._end, self._disk)
+            for process in reached:
+                self._touch(process)
+            if not reached:
+                scan.finish = (self._disk_version, finish)
             self.now = now if step == remaining else self.now + step
         self.now = max(self.now, now)
-
-    def _caught_up_now(self, restoring: Mapping[tuple[str, int], list[int]]) -> None:
-        ends = self._end
-        for (process, _), tasks in restoring.items():
-            disk = self._disk.get(process, {})
-            for i in tasks:
-                end = ends[i]
-                if end is None or disk.get(i, -1.0) >= end - _EPSILON:
-                    self._touch(process)
-                    break
 
     def _segment(self, step: float, scan: Scan) -> None:
         dynamics = self.dynamics

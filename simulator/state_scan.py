@@ -11,6 +11,9 @@ from dataclasses import dataclass
 
 from protocol.ids import TaskId
 
+#: Positions within this many records of the end count as caught up (float rounding).
+EPSILON = 1e-6
+
 
 @dataclass(slots=True)
 class ProcessPart:
@@ -170,6 +173,30 @@ def restore_needed(moves: Iterable[tuple[TaskId, str]], index: Mapping[TaskId, i
         position = disks.get(process, {}).get(i)
         restore += int(max(0.0, end - (position or 0.0)))
     return restore
+
+
+def reached_ends(restoring: Mapping[tuple[str, int], list[int]], rate: float,
+                 ends: Sequence[float | None], disks: Mapping[str, Mapping[int, float]]
+                 ) -> tuple[list[str], float | None]:
+    """The processes (in walk order, once per thread) where a restoring task is now within
+    ``epsilon`` of its end, and, when there is none, what :func:`next_finish` would answer:
+    computed on the same walk, with its floats in its order (one walk of the restoring tasks
+    per segment less: the state model's ``advance`` needs both after each segment)."""
+    reached: list[str] = []
+    best: float | None = None
+    for (process, _), tasks in restoring.items():
+        disk = disks.get(process, {})
+        share = rate / len(tasks)
+        for i in tasks:
+            end = ends[i]
+            if end is None or disk.get(i, -1.0) >= end - EPSILON:
+                reached.append(process)
+                break
+            if not reached:
+                need = (end - disk[i]) / share
+                if best is None or need < best:
+                    best = need
+    return reached, best
 
 
 def next_finish(restoring: Mapping[tuple[str, int], list[int]], rate: float,

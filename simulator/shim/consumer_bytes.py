@@ -182,7 +182,8 @@ def decode_assignment(data: bytes) -> ConsumerProtocolMemberAssignment:
             at += 4
             if size < 0 or at + 4 * size > end:
                 raise _OffPath
-            topics.append((topic, list(_ints(size).unpack_from(buf, at))))
+            layout = _arrays.get(size) or _ints(size)  # (kept: no frame for a known length)
+            topics.append((topic, list(layout.unpack_from(buf, at))))
             at += 4 * size
         (size,) = _INT32.unpack_from(buf, at)
         at += 4

@@ -23,6 +23,10 @@ from simulator.shim.clock import Timer
 from simulator.shim.errors import ErrorCode, MemberFailed, error_class
 from simulator.shim.requests import HeartbeatRequest, HeartbeatResponse
 
+#: the codes every heartbeat's answer is compared with, as globals: an Enum class attribute
+#: goes through ``EnumType``'s ``__getattr__`` hook at each look-up (the same members)
+_NONE, _REBALANCE_IN_PROGRESS = ErrorCode.NONE, ErrorCode.REBALANCE_IN_PROGRESS
+
 if TYPE_CHECKING:
     from simulator.shim.member import ShimMember
 
@@ -164,7 +168,7 @@ class Heartbeats:
             return
         if not ok:
             self._sleep(member.retry_backoff_ms / 1000.0)
-        elif response.error_code == ErrorCode.NONE:
+        elif response.error_code == _NONE:
             self._stand_or_sleep()
         else:  # a rebalance: the group is not Stable, so the coordinator would refuse to stand
             self._sleep(member.heartbeat_interval_ms / 1000.0)
@@ -250,9 +254,9 @@ def answer(member: ShimMember, response: HeartbeatResponse) -> bool:
     """What a Heartbeat's answer means for the member: True to keep beating at the interval,
     False to retry after the backoff (the member was reset); fatal codes raise."""
     code = response.error_code
-    if code == ErrorCode.NONE:
+    if code == _NONE:
         return True
-    if code == ErrorCode.REBALANCE_IN_PROGRESS:
+    if code == _REBALANCE_IN_PROGRESS:
         member.request_rejoin()
         return True
     if code in (ErrorCode.ILLEGAL_GENERATION, ErrorCode.UNKNOWN_MEMBER_ID):

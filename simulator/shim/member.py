@@ -67,10 +67,10 @@ _FATAL_JOIN = frozenset({
     ErrorCode.INCONSISTENT_GROUP_PROTOCOL, ErrorCode.INVALID_SESSION_TIMEOUT,
     ErrorCode.INVALID_GROUP_ID, ErrorCode.FENCED_INSTANCE_ID, ErrorCode.GROUP_MAX_SIZE_REACHED,
 })
-
+#: codes each join compares with, as globals (an Enum class attribute is a slow look-up)
+_NONE, _MEMBER_ID_REQUIRED = ErrorCode.NONE, ErrorCode.MEMBER_ID_REQUIRED
 #: the statuses of a running member (it never comes back from the others)
 _RUNNING = frozenset({"created", "joining", "stable"})
-
 # What the leader hands a member whose metadata it cannot read: a valid assignment of nothing, so
 # that member stays in the group harmlessly instead of failing to decode b"".
 _EMPTY_ASSIGNMENT = ConsumerProtocolMemberAssignment(0, [], b"").encode()
@@ -329,7 +329,7 @@ class ShimMember:
             response = await call(self, self.coordinator.join, request)
         except RequestTimedOut:
             return False  # aiokafka: coordinator marked dead, rejoin with the same member id
-        while response.error_code == ErrorCode.MEMBER_ID_REQUIRED:
+        while response.error_code == _MEMBER_ID_REQUIRED:
             self.member_id = response.member_id
             request = JoinGroupRequest(
                 request.group_id, self.member_id, request.protocols, request.protocol_type,
@@ -341,7 +341,7 @@ class ShimMember:
             except RequestTimedOut:
                 return False
         code = response.error_code
-        if code == ErrorCode.NONE:
+        if code == _NONE:
             self.member_id = response.member_id
             self.generation = response.generation_id
             self.protocol = response.protocol_name
@@ -417,7 +417,7 @@ class ShimMember:
             self._rejoin.set()  # aiokafka: request_rejoin() and start over
             return None
         code = response.error_code
-        if code == ErrorCode.NONE:
+        if code == _NONE:
             return response.member_assignment
         self._rejoin.set()
         if code in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION):

@@ -19,10 +19,13 @@ from simulator.shim.deadline import Deadline
 from simulator.shim.errors import ErrorCode
 from simulator.shim.group import (
     CAN_PREPARE,
+    COMPLETING_REBALANCE,
+    EMPTY,
     NONE,
+    PREPARING_REBALANCE,
+    STABLE,
     CoordinatorConfig,
     Group,
-    GroupState,
     Member,
     Round,
 )
@@ -65,25 +68,25 @@ class RebalancePhases:
             self._maybe_complete_join_phase(group)
 
     def _maybe_complete_join_phase(self, group: Group) -> None:
-        if (group.state is GroupState.PREPARING_REBALANCE
-                and group.previous_state is not GroupState.EMPTY
+        if (group.state is PREPARING_REBALANCE
+                and group.previous_state is not EMPTY
                 and group.all_joined()):
             self._complete_join(group)
 
     def _prepare(self, group: Group, reason: str) -> None:
         now = self.clock.time()
-        if group.state is GroupState.COMPLETING_REBALANCE:
+        if group.state is COMPLETING_REBALANCE:
             self._fail_syncs(group, ErrorCode.REBALANCE_IN_PROGRESS)
             self._finish_round(group, "aborted", now)
         self._cancel_sync_timer(group)
-        initial = group.state is GroupState.EMPTY
+        initial = group.state is EMPTY
         if initial:
             delay = self.config.initial_rebalance_delay_ms
             remaining = max(group.rebalance_timeout_ms() - delay, 0)
             self._schedule_join_timer(
                 group, delay, lambda: self._initial_join_timer(group, delay, remaining)
             )
-        group.transition(GroupState.PREPARING_REBALANCE)
+        group.transition(PREPARING_REBALANCE)
         group.round = Round(now, reason)
         self._log(group.group_id, "prepare-rebalance", "",
                   f"generation {group.generation}: {reason}")
@@ -110,7 +113,7 @@ class RebalancePhases:
 
     def _complete_join(self, group: Group) -> None:
         self._cancel_join_timer(group)
-        if group.state is not GroupState.PREPARING_REBALANCE:
+        if group.state is not PREPARING_REBALANCE:
             return
         gone = [m.member_id for m in group.members.values()
                 if m.join_future is None and m.instance_id is None]
@@ -169,7 +172,7 @@ class RebalancePhases:
         group.sync_timer = None
         if generation != group.generation:
             return
-        if group.state not in (GroupState.COMPLETING_REBALANCE, GroupState.STABLE):
+        if group.state not in (COMPLETING_REBALANCE, STABLE):
             return
         if not group.pending_sync:
             return
@@ -321,7 +324,7 @@ class RebalancePhases:
         if member_id in group.pending_join:
             group.remove(member_id)
             self._log(group.group_id, "pending-member-expired", member_id, "")
-            if group.state is GroupState.PREPARING_REBALANCE and group.all_joined():
+            if group.state is PREPARING_REBALANCE and group.all_joined():
                 self._complete_join(group)
             return
         member = group.members.get(member_id)
@@ -334,9 +337,9 @@ class RebalancePhases:
         group.complete_join(member, JoinGroupResponse(ErrorCode.UNKNOWN_MEMBER_ID))
         group.remove(member.member_id)
         self._cancel_heartbeat(group, member.member_id)
-        if group.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
+        if group.state in (STABLE, COMPLETING_REBALANCE):
             self._prepare_or_complete(group, reason)
-        elif group.state is GroupState.PREPARING_REBALANCE and group.all_joined():
+        elif group.state is PREPARING_REBALANCE and group.all_joined():
             self._complete_join(group)
 
 
