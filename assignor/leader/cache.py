@@ -63,6 +63,9 @@ class PlannedTasks:
     packed_active: dict[bool, dict[int, bytes]] = field(
         default_factory=dict, compare=False, repr=False
     )
+    #: the last rebalance's busy answers and what they were written under
+    #: (``assignor.leader.encode``'s ``_AnswerMemo``; at most one, replaced each rebalance)
+    answer_memo: list[object] = field(default_factory=list, compare=False, repr=False)
 
 
 def planned_tasks(topology: Topology, source_partitions: Mapping[str, int]) -> PlannedTasks:

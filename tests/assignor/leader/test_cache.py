@@ -10,8 +10,10 @@ import pytest
 from assignor.config import AssignorConfig
 from assignor.leader.cache import LeaderCache, planned_tasks
 from assignor.leader.encode import partitions_of
+from assignor.leader.model import MemberResult
 from assignor.leader.pipeline import assign_group, changelog_end_sums
 from assignor.topology.internal_topics import InternalTopics, size_internal_topics
+from protocol.ids import HostInfo
 from tests.assignor.leader.pipeline_support import (
     SHOP_COUNTS,
     group,
@@ -78,6 +80,35 @@ def test_a_cached_leader_decides_as_a_fresh_one_over_rebalances() -> None:
     assert assign_group(topology, STANDBY, given, cache=cache).members == assign_group(
         topology, STANDBY, given
     ).members
+
+
+def test_a_member_of_unchanged_tasks_and_maps_gets_the_last_answer_again() -> None:
+    """The answers kept between rebalances: handed out again only under the same maps (by
+    value) and versions, and always equal to a fresh leader's, bytes and all."""
+    cache, topology = LeaderCache(), shop()
+    offsets = shop_end_offsets()
+
+    def members(port_of_3: int) -> dict[str, bytes]:
+        return {
+            f"{p}-1": subscription(p, endpoint=HostInfo(f"h{p}", port_of_3 if p == 3 else 80))
+            for p in (1, 2, 3)
+        }
+
+    def served(data: dict[str, bytes]) -> dict[str, MemberResult]:
+        given = group(data, end_offsets=offsets)
+        cached = assign_group(topology, STANDBY, given, cache=cache)
+        assert cached.members == assign_group(topology, STANDBY, given).members
+        for member, result in cached.members.items():
+            fresh = assign_group(topology, STANDBY, given).members[member]
+            assert result.user_data == fresh.user_data and result.info == fresh.info
+        return dict(cached.members)
+
+    first = served(members(80))
+    again = served(members(80))  # new bytes and maps objects, equal values
+    assert any(again[m] is first[m] for m in first)
+    moved = served(members(81))  # one endpoint changed: every answer's maps differ
+    assert not any(moved[m] is again[m] for m in again)
+    assert all(moved[m].user_data != again[m].user_data for m in again)
 
 
 def test_partitions_by_task_object_give_what_the_layout_gives() -> None:
