@@ -21,10 +21,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from operator import attrgetter
+from typing import Final
 
 from protocol._limits import (
     MAX_CLIENT_TAGS,
     MAX_OFFSET_SUMS,
+    MAX_STRING_BYTES,
     check_count,
     check_wire_str,
 )
@@ -84,11 +86,20 @@ def encode(info: SubscriptionInfo, version: int) -> list[object]:
 
 
 def _encode_tags(tags: Mapping[str, str]) -> dict[str, str]:
+    """The tags in key order, each checked as ``check_wire_str`` checks it. Every consumer
+    writes its process's tags at every join: a short non-empty key and a short value cannot
+    fail, so the check (and the value's field name, a repr) is made only for the others."""
     check_count(len(tags), "client_tags", MAX_CLIENT_TAGS)
     for key, value in tags.items():
-        check_wire_str(key, "client_tags key")
-        check_wire_str(value, f"client_tags[{key!r}]", allow_empty=True)
+        if not key or len(key) > _SURELY_SHORT:
+            check_wire_str(key, "client_tags key")
+        if len(value) > _SURELY_SHORT:
+            check_wire_str(value, f"client_tags[{key!r}]", allow_empty=True)
     return dict(sorted(tags.items()))
+
+
+#: The longest string ``check_wire_str`` passes without encoding it (4 bytes per character)
+_SURELY_SHORT: Final = MAX_STRING_BYTES // 4
 
 
 def _encode_offset_sums(sums: Mapping[TaskId, int], *, named: bool) -> list[list[object]]:

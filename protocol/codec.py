@@ -117,8 +117,11 @@ class Codec:
     def encode_subscription(self, info: SubscriptionInfo, version: int | None = None) -> bytes:
         """Write ``info`` at ``version`` (default ``info.version``); see the module for drops."""
         version = self._version_to_write(version, info.version, "subscription")
-        packed = _PACK_SUBSCRIPTION(_subscription_format.encode(info, version))
-        return _checked_size(packed, KIND_SUBSCRIPTION)
+        packed: bytes = _PACK_SUBSCRIPTION(_subscription_format.encode(info, version))
+        # (every consumer writes one at every join: the size check's call only when over)
+        if len(packed) > MAX_SUBSCRIPTION_BYTES:
+            _checked_size(packed, KIND_SUBSCRIPTION)
+        return packed
 
     def encode_assignment(self, info: AssignmentInfo, version: int | None = None) -> bytes:
         """Write ``info`` at ``version`` (default ``info.version``); see the module for drops."""

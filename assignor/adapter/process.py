@@ -143,6 +143,9 @@ class StreamsProcess:
         self._assignors: list[StreamsPartitionAssignor] = []
         self._running: dict[int, frozenset[TaskId]] = {}
         self._standby: dict[int, frozenset[TaskId]] = {}
+        #: consumer index -> (first consumer?, its active tasks, the tasks it leaves out (first)
+        #: or reports (others)): kept while no consumer's tasks change (see task_offset_sums)
+        self._sum_plans: dict[int, tuple[bool, frozenset[TaskId], frozenset[TaskId]]] = {}
         self._metrics = MetricsRecorder()
         self._listeners = AssignmentListeners(self._metrics)
         self._shutdown_requested = False
@@ -291,26 +294,35 @@ class StreamsProcess:
         reuse the stored hashes) and deletes what it leaves out, found by one set
         intersection; the others look up only their own standbys. (The dict's order does not
         reach the bytes: the encoder sorts the sums.)"""
+        first = index == (self._assignors[0].index if self._assignors else index)
+        plan = self._sum_plans.get(index)
+        if plan is None or plan[0] is not first:
+            plan = self._sum_plans[index] = self._sum_plan(index, first)
+        _, own_active, tasks = plan
+        if first:  # everything not active here nor another consumer's standby
+            sums = _copy(self._state())
+            for task in tasks.intersection(set(sums)):
+                del sums[task]
+        else:  # the others: their own standbys only, unless some consumer runs them as active
+            state = self._state() if tasks else _EMPTY_STATE
+            sums = {task: state[task] for task in tasks if task in state}
+        for task in own_active:
+            sums[task] = LATEST_OFFSET
+        return sums
+
+    def _sum_plan(
+        self, index: int, first: bool
+    ) -> tuple[bool, frozenset[TaskId], frozenset[TaskId]]:
+        """Which tasks consumer ``index``'s sums leave out (the first) or report (the others):
+        made from every consumer's tasks, which a probing round mostly leaves unchanged."""
         running, standby = self._running, self._standby
         own_active = running.get(index, frozenset())
         # every consumer's active tasks (its own among them: the same set as leaving it out)
         active = own_active.union(*running.values())
-        # the first consumer is the first made: ``new_assignor`` numbers them 0, 1, ...
-        if index == (self._assignors[0].index if self._assignors else index):
-            # the first consumer: everything not active here nor another consumer's standby
+        if first:
             others = frozenset().union(*(tasks for i, tasks in standby.items() if i != index))
-            skip = others.difference(standby.get(index, ())).union(active)
-            state = self._state()
-            sums = _copy(state)
-            for task in skip.intersection(set(sums)):
-                del sums[task]
-        else:  # the others: their own standbys only, unless some consumer runs them as active
-            own = standby.get(index, frozenset()).difference(active)
-            state = self._state() if own else _EMPTY_STATE
-            sums = {task: state[task] for task in own if task in state}
-        for task in own_active:
-            sums[task] = LATEST_OFFSET
-        return sums
+            return first, own_active, others.difference(standby.get(index, ())).union(active)
+        return first, own_active, standby.get(index, frozenset()).difference(active)
 
     def running_tasks(self) -> dict[int, frozenset[TaskId]]:
         """Active tasks per consumer index, as of each consumer's last assignment."""
@@ -425,8 +437,14 @@ class StreamsProcess:
         return self._clock_ms()
 
     def _record(self, index: int, assignment: MemberAssignment) -> None:
-        self._running[index] = frozenset(assignment.active_tasks)
-        self._standby[index] = frozenset(assignment.standby_tasks)
+        """Keep consumer ``index``'s tasks; the sums' plans stay while nobody's tasks change
+        (the kept sets stay too: equal, built from the same tasks in the same order)."""
+        active = frozenset(assignment.active_tasks)
+        standby = frozenset(assignment.standby_tasks)
+        if self._running.get(index) != active or self._standby.get(index) != standby:
+            self._sum_plans.clear()
+            self._running[index] = active
+            self._standby[index] = standby
 
     def _notify(self, assignor: StreamsPartitionAssignor, assignment: MemberAssignment) -> None:
         """Run the plain listeners now and schedule the async ones (see :meth:`add_listener`)."""

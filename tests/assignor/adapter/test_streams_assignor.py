@@ -425,3 +425,33 @@ def test_offset_sums_follow_the_rule_whatever_the_consumers_hold(
         assert got == expected
         if index == 0:
             assert list(got.items()) == list(expected.items())
+
+
+_HOLDINGS = st.lists(st.tuples(_TASK_SETS, _TASK_SETS), min_size=2, max_size=2)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    provided=st.dictionaries(st.sampled_from(_TASK_POOL), st.integers(0, 10**6), max_size=10),
+    rounds=st.lists(_HOLDINGS, min_size=1, max_size=4),
+)
+def test_offset_sums_follow_each_round_recorded(
+    provided: dict[TaskId, int], rounds: list[list[tuple[frozenset[TaskId], ...]]]
+) -> None:
+    """The plans kept between rounds (``_sum_plans``) never outlive a change: after every
+    round of assignments recorded (some rounds equal to the one before), the rule's sums."""
+    process = _process(1, state=lambda: provided)
+    for _ in range(2):
+        process.new_assignor()
+    for holdings in [rounds[0], *rounds]:  # the first round twice: a repeated assignment
+        for index, (active, standby) in enumerate(holdings):
+            process._record(
+                index,
+                MemberAssignment(
+                    active_tasks={task: () for task in sorted(active)},
+                    standby_tasks={task: () for task in sorted(standby)},
+                ),
+            )
+            for asked in range(2):  # (between two consumers' records too)
+                got = process.task_offset_sums(asked)
+                assert got == _offset_sums_by_rule(process, asked, provided)
