@@ -159,7 +159,7 @@ def test_garbage_member_gets_an_error_and_the_rest_are_served() -> None:
     junk = ConsumerProtocolMemberMetadata(0, ["orders"], b"\x93\x01garbage")
     answers = _rebalance(assignors, "m0-0", extra={"junk": junk})
     error = Codec().decode_assignment(answers["junk"].user_data)
-    assert error.error_code is AssignorError.ASSIGNMENT_ERROR  # type: ignore[union-attr]
+    assert error.error_code is AssignorError.ASSIGNMENT_ERROR
     assert answers["junk"].assignment == []
     served = [t for a in assignors.values() for t in a.last_assignment.active_tasks]  # type: ignore[union-attr]
     assert len(served) == 8
@@ -184,7 +184,7 @@ def test_assign_never_raises() -> None:
     answers = decode_answers(assignors["m0-0"].assign(broken, {"a": meta, "b": meta}))
     for answer in answers.values():
         info = Codec(1).decode_assignment(answer.user_data)
-        assert info.error_code is AssignorError.ASSIGNMENT_ERROR  # type: ignore[union-attr]
+        assert info.error_code is AssignorError.ASSIGNMENT_ERROR
 
 
 def test_missing_repartition_topic_is_an_error_with_a_retry() -> None:
@@ -193,7 +193,7 @@ def test_missing_repartition_topic_is_an_error_with_a_retry() -> None:
     counts = {"orders": 4, "customers": 4}
     answers = _rebalance(assignors, "m0-0", counts=counts)
     info = Codec().decode_assignment(answers["m0-0"].user_data)
-    assert info.error_code is AssignorError.INCOMPLETE_SOURCE_TOPIC_METADATA  # type: ignore[union-attr]
+    assert info.error_code is AssignorError.INCOMPLETE_SOURCE_TOPIC_METADATA
     assert info.next_rebalance_ms < NO_FOLLOWUP_REBALANCE  # type: ignore[union-attr]
 
 
