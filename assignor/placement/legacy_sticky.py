@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import heapq
 import logging
-from collections import Counter
 from collections.abc import Collection, Iterable, Mapping
 from operator import attrgetter
 
@@ -101,8 +100,9 @@ class _Run:
             [spread(process_id_hash(pid)) for pid in clients]
         )
         self.orders_by_length: dict[int, list[int]] = {}
-        # table length -> whether all clients together put at most eight in any bucket there
-        self._roomy: dict[int, bool] = {}
+        # table length -> how many clients, from the first in map order, fit there with at
+        # most eight in any bucket
+        self._roomy: dict[int, int] = {}
         # Kafka's minimum-load lookup (any client with more available capacity?) as a lazy heap.
         self.min_heap = [(0.0, -c.capacity, c.index) for c in self.clients]
         heapq.heapify(self.min_heap)
@@ -190,12 +190,16 @@ class _Run:
         return order
 
     def _stays_small(self, members: list[int], capacity: int | None = None) -> bool:
-        """``buckets_stay_small`` for a set of some of the clients: at once when all the
-        clients together hold at most eight in a bucket at every length the set passes
-        through (a set holds some of them at each, so no more in any bucket), else checked.
+        """``buckets_stay_small`` for a set of some of the clients: at once when, at every
+        length the set passes through, the members it holds there are among the first clients
+        of the map order that fit that length with at most eight in a bucket (a subset puts
+        no more in any bucket), else checked.
 
-        Why: the standby step builds such a set per task from hundreds of clients, and the
-        check went over every length the set passes through each time."""
+        Why: the standby step builds such a set per task from hundreds of clients. All of
+        them together crowd a bucket of the short tables a growing set passes through, but
+        the few it holds there are early in the map order (sorted by bucket of a long
+        table), whose prefix seldom does; checking every length per set was a sixth of a
+        large legacy replay."""
         count = len(members)
         if count <= TREEIFY_THRESHOLD:
             return True
@@ -203,17 +207,27 @@ class _Run:
         final = grown_table_length(count, capacity)
         roomy = self._roomy
         while True:
-            known = roomy.get(length)
-            if known is None:
-                mask = length - 1
-                known = roomy[length] = (
-                    max(Counter([h & mask for h in self.spread]).values()) <= TREEIFY_THRESHOLD
-                )
-            if not known:
-                return buckets_stay_small([self.spread[i] for i in members], capacity)
+            held = count if length >= final else int(length * 0.75) + 1
+            if held > TREEIFY_THRESHOLD:
+                fit = roomy.get(length)
+                if fit is None:
+                    fit = roomy[length] = self._fitting_prefix(length)
+                if max(members[:held]) >= fit:
+                    return buckets_stay_small([self.spread[i] for i in members], capacity)
             if length >= final:
                 return True
             length <<= 1
+
+    def _fitting_prefix(self, length: int) -> int:
+        """How many clients, from the first in map order, a table of ``length`` holds before
+        a bucket gets a ninth."""
+        mask, counts = length - 1, [0] * length
+        for i, h in enumerate(self.spread):
+            bucket = h & mask
+            if counts[bucket] == TREEIFY_THRESHOLD:
+                return i
+            counts[bucket] += 1
+        return len(self.spread)
 
     def _new_set_order(
         self, members: list[int], capacity: int | None = None, in_map_order: bool = False
