@@ -106,6 +106,10 @@ class _Run:
         # Kafka's minimum-load lookup (any client with more available capacity?) as a lazy heap.
         self.min_heap = [(0.0, -c.capacity, c.index) for c in self.clients]
         heapq.heapify(self.min_heap)
+        # each client's (load, -capacity): ``_more_available`` as a key compared in C
+        self.keys = [(0.0, -c.capacity) for c in self.clients]
+        self.empty = set(range(len(self.clients)))  # clients given no task yet
+        self.holders: dict[int, list[int]] = {}  # task -> clients given it (active or standby)
         # HashSet<TaskId>s of all and of stateful tasks, filled in task order.
         self.all_ranks = {self.rank[t] for t in all_tasks}
         self.all_in_java_order = [
@@ -275,6 +279,9 @@ class _Run:
         client.assigned.append(task)
         client.load = len(client.assigned) / client.capacity
         heapq.heappush(self.min_heap, (client.load, -client.capacity, client.index))
+        self.keys[client.index] = (client.load, -client.capacity)
+        self.empty.discard(client.index)
+        self.holders.setdefault(task, []).append(client.index)
 
     def _has_quota(self, client: _Client, tasks_per_thread: int) -> bool:
         return len(client.active) < client.capacity * tasks_per_thread
@@ -290,8 +297,22 @@ class _Run:
         return (load, neg_capacity) < (client.load, -client.capacity)
 
     def _find_least_loaded(
-        self, task: int, candidates: Iterable[int], check_pairs: bool
+        self, task: int, candidates: list[int], check_pairs: bool
     ) -> _Client | None:
+        """Kafka's scan: the first client with no task yet, else the first of the most
+        available ones (with a new pair of tasks, if ``check_pairs``).
+
+        Why: the standby step scans hundreds of clients per task; the first most available one
+        is found by ``min`` over kept keys, and only if it has no new pair is the scan run."""
+        if self.empty:
+            unused = next(filter(self.empty.__contains__, candidates), None)
+            if unused is not None:
+                return self.clients[unused]
+        if not candidates:
+            return None
+        first = self.clients[min(candidates, key=self.keys.__getitem__)]
+        if not check_pairs or self._has_new_pair(task, first):
+            return first
         best: _Client | None = None
         clients = self.clients
         for i in candidates:
@@ -386,10 +407,12 @@ class _Run:
             self._give(task, self._find_client(task, everyone, everyone_set), True)
 
     def assign_standby(self, replicas: int) -> None:
-        clients = self.clients
+        everyone = list(range(len(self.clients)))
         for task in self.stateful_in_java_order:
             for i in range(replicas):
-                free = [c.index for c in clients if task not in c.active and task not in c.standby]
+                free = everyone[:]
+                for held in sorted(self.holders.get(task, ()), reverse=True):
+                    del free[held]
                 if not free:  # the leader logs one WARNING with the total (pipeline)
                     log.debug(
                         "Unable to assign %d of %d standby tasks for task [%s]. There is not "
