@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import heapq
 import logging
+from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping
 from operator import attrgetter
 
@@ -136,17 +137,15 @@ class _Run:
         """
         first_active: dict[TaskId, int] = {}  # task -> its last previous-active owner, in
         # first-reported order (a dict keeps a key where it was first put)
-        standby_owners: dict[TaskId, list[int]] = {}
+        # task -> its previous standby owners in client-map order: only each list's order
+        # counts (the dict is read by key), so a client's standbys need no sorting
+        standby_owners: defaultdict[TaskId, list[int]] = defaultdict(list)
         for i, pid in enumerate(self.pids):
             state = self.states[pid]
             for task in sorted(state.previous_active, key=_SORT_KEY):
                 first_active[task] = i
-            for task in sorted(state.previous_standby, key=_SORT_KEY):
-                owners = standby_owners.get(task)
-                if owners is None:
-                    standby_owners[task] = [i]
-                else:
-                    owners.append(i)
+            for task in state.previous_standby:
+                standby_owners[task].append(i)
         keys = list(first_active)
         self.prev_active_keys: list[TaskId] = [
             keys[k] for k in hash_set_order([spread(task_id_hash(t)) for t in keys], keys)
@@ -173,6 +172,8 @@ class _Run:
         first's); if both tables are as long, the copy keeps the first's order.
         """
         count = len(members)
+        if count == 1:  # most tasks: one previous standby owner
+            return members, members
         spread = self.spread
         if not self._stays_small(members):
             order = self._new_set_order(members)
