@@ -22,7 +22,7 @@ from __future__ import annotations
 import heapq
 import logging
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Mapping
 from operator import attrgetter
 
 from assignor._java.hash_codes import int32, process_id_hash, spread, task_id_hash
@@ -113,17 +113,22 @@ class _Run:
         self.holders: dict[int, list[int]] = {}  # task -> clients given it (active or standby)
         # HashSet<TaskId>s of all and of stateful tasks, filled in task order.
         self.all_ranks = {self.rank[t] for t in all_tasks}
-        self.all_in_java_order = [
-            self.rank[t] for t in _task_set(sorted(all_tasks, key=_SORT_KEY))
-        ]
-        self.stateful_in_java_order = [
-            self.rank[t] for t in _task_set(sorted(stateful_tasks, key=_SORT_KEY))
-        ]
+        self.all_in_java_order = self._task_set_order(all_tasks)
+        self.stateful_in_java_order = self._task_set_order(stateful_tasks)
         # Java computes n(n-1)/2 in 32-bit ints (it wraps past 46,341 tasks).
         product = int32(len(self.all_ranks) * (len(self.all_ranks) - 1))
         self.max_pairs = product // 2 if product >= 0 else -(-product // 2)
         self.pairs: set[int] = set()
         self._map_previous()
+
+    def _task_set_order(self, tasks: Collection[TaskId]) -> list[int]:
+        """The ranks of ``tasks`` in the order of a ``HashSet`` filled with them in task order
+        (:func:`hash_set_order`: a sort by bucket unless a bucket could grow a tree, rather
+        than every insertion replayed)."""
+        keys = sorted(set(tasks), key=_SORT_KEY)
+        rank = self.rank
+        return [rank[keys[k]]
+                for k in hash_set_order([spread(task_id_hash(t)) for t in keys], keys)]
 
     def _map_previous(self) -> None:
         """``mapPreviousTaskAssignment``: last previous-active owner wins, key order by hash.
@@ -437,10 +442,6 @@ class _Run:
             )
             for client in self.clients
         }
-
-
-def _task_set(tasks_in_order: Iterable[TaskId]) -> JavaHashSet[TaskId]:
-    return JavaHashSet(task_id_hash, tasks_in_order)
 
 
 class LegacyStickyTaskAssignor:
