@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import heapq
 import logging
-from collections import Counter
-from collections.abc import Collection, Iterable, Mapping
+from collections import defaultdict
+from collections.abc import Collection, Mapping
 from operator import attrgetter
 
 from assignor._java.hash_codes import int32, process_id_hash, spread, task_id_hash
@@ -101,24 +101,34 @@ class _Run:
             [spread(process_id_hash(pid)) for pid in clients]
         )
         self.orders_by_length: dict[int, list[int]] = {}
-        # table length -> whether all clients together put at most eight in any bucket there
-        self._roomy: dict[int, bool] = {}
+        # table length -> how many clients, from the first in map order, fit there with at
+        # most eight in any bucket
+        self._roomy: dict[int, int] = {}
         # Kafka's minimum-load lookup (any client with more available capacity?) as a lazy heap.
         self.min_heap = [(0.0, -c.capacity, c.index) for c in self.clients]
         heapq.heapify(self.min_heap)
+        # each client's (load, -capacity): ``_more_available`` as a key compared in C
+        self.keys = [(0.0, -c.capacity) for c in self.clients]
+        self.empty = set(range(len(self.clients)))  # clients given no task yet
+        self.holders: dict[int, list[int]] = {}  # task -> clients given it (active or standby)
         # HashSet<TaskId>s of all and of stateful tasks, filled in task order.
         self.all_ranks = {self.rank[t] for t in all_tasks}
-        self.all_in_java_order = [
-            self.rank[t] for t in _task_set(sorted(all_tasks, key=_SORT_KEY))
-        ]
-        self.stateful_in_java_order = [
-            self.rank[t] for t in _task_set(sorted(stateful_tasks, key=_SORT_KEY))
-        ]
+        self.all_in_java_order = self._task_set_order(all_tasks)
+        self.stateful_in_java_order = self._task_set_order(stateful_tasks)
         # Java computes n(n-1)/2 in 32-bit ints (it wraps past 46,341 tasks).
         product = int32(len(self.all_ranks) * (len(self.all_ranks) - 1))
         self.max_pairs = product // 2 if product >= 0 else -(-product // 2)
         self.pairs: set[int] = set()
         self._map_previous()
+
+    def _task_set_order(self, tasks: Collection[TaskId]) -> list[int]:
+        """The ranks of ``tasks`` in the order of a ``HashSet`` filled with them in task order
+        (:func:`hash_set_order`: a sort by bucket unless a bucket could grow a tree, rather
+        than every insertion replayed)."""
+        keys = sorted(set(tasks), key=_SORT_KEY)
+        rank = self.rank
+        return [rank[keys[k]]
+                for k in hash_set_order([spread(task_id_hash(t)) for t in keys], keys)]
 
     def _map_previous(self) -> None:
         """``mapPreviousTaskAssignment``: last previous-active owner wins, key order by hash.
@@ -132,17 +142,15 @@ class _Run:
         """
         first_active: dict[TaskId, int] = {}  # task -> its last previous-active owner, in
         # first-reported order (a dict keeps a key where it was first put)
-        standby_owners: dict[TaskId, list[int]] = {}
+        # task -> its previous standby owners in client-map order: only each list's order
+        # counts (the dict is read by key), so a client's standbys need no sorting
+        standby_owners: defaultdict[TaskId, list[int]] = defaultdict(list)
         for i, pid in enumerate(self.pids):
             state = self.states[pid]
             for task in sorted(state.previous_active, key=_SORT_KEY):
                 first_active[task] = i
-            for task in sorted(state.previous_standby, key=_SORT_KEY):
-                owners = standby_owners.get(task)
-                if owners is None:
-                    standby_owners[task] = [i]
-                else:
-                    owners.append(i)
+            for task in state.previous_standby:
+                standby_owners[task].append(i)
         keys = list(first_active)
         self.prev_active_keys: list[TaskId] = [
             keys[k] for k in hash_set_order([spread(task_id_hash(t)) for t in keys], keys)
@@ -169,6 +177,8 @@ class _Run:
         first's); if both tables are as long, the copy keeps the first's order.
         """
         count = len(members)
+        if count == 1:  # most tasks: one previous standby owner
+            return members, members
         spread = self.spread
         if not self._stays_small(members):
             order = self._new_set_order(members)
@@ -190,12 +200,16 @@ class _Run:
         return order
 
     def _stays_small(self, members: list[int], capacity: int | None = None) -> bool:
-        """``buckets_stay_small`` for a set of some of the clients: at once when all the
-        clients together hold at most eight in a bucket at every length the set passes
-        through (a set holds some of them at each, so no more in any bucket), else checked.
+        """``buckets_stay_small`` for a set of some of the clients: at once when, at every
+        length the set passes through, the members it holds there are among the first clients
+        of the map order that fit that length with at most eight in a bucket (a subset puts
+        no more in any bucket), else checked.
 
-        Why: the standby step builds such a set per task from hundreds of clients, and the
-        check went over every length the set passes through each time."""
+        Why: the standby step builds such a set per task from hundreds of clients. All of
+        them together crowd a bucket of the short tables a growing set passes through, but
+        the few it holds there are early in the map order (sorted by bucket of a long
+        table), whose prefix seldom does; checking every length per set was a sixth of a
+        large legacy replay."""
         count = len(members)
         if count <= TREEIFY_THRESHOLD:
             return True
@@ -203,17 +217,27 @@ class _Run:
         final = grown_table_length(count, capacity)
         roomy = self._roomy
         while True:
-            known = roomy.get(length)
-            if known is None:
-                mask = length - 1
-                known = roomy[length] = (
-                    max(Counter([h & mask for h in self.spread]).values()) <= TREEIFY_THRESHOLD
-                )
-            if not known:
-                return buckets_stay_small([self.spread[i] for i in members], capacity)
+            held = count if length >= final else int(length * 0.75) + 1
+            if held > TREEIFY_THRESHOLD:
+                fit = roomy.get(length)
+                if fit is None:
+                    fit = roomy[length] = self._fitting_prefix(length)
+                if max(members[:held]) >= fit:
+                    return buckets_stay_small([self.spread[i] for i in members], capacity)
             if length >= final:
                 return True
             length <<= 1
+
+    def _fitting_prefix(self, length: int) -> int:
+        """How many clients, from the first in map order, a table of ``length`` holds before
+        a bucket gets a ninth."""
+        mask, counts = length - 1, [0] * length
+        for i, h in enumerate(self.spread):
+            bucket = h & mask
+            if counts[bucket] == TREEIFY_THRESHOLD:
+                return i
+            counts[bucket] += 1
+        return len(self.spread)
 
     def _new_set_order(
         self, members: list[int], capacity: int | None = None, in_map_order: bool = False
@@ -261,6 +285,9 @@ class _Run:
         client.assigned.append(task)
         client.load = len(client.assigned) / client.capacity
         heapq.heappush(self.min_heap, (client.load, -client.capacity, client.index))
+        self.keys[client.index] = (client.load, -client.capacity)
+        self.empty.discard(client.index)
+        self.holders.setdefault(task, []).append(client.index)
 
     def _has_quota(self, client: _Client, tasks_per_thread: int) -> bool:
         return len(client.active) < client.capacity * tasks_per_thread
@@ -276,8 +303,22 @@ class _Run:
         return (load, neg_capacity) < (client.load, -client.capacity)
 
     def _find_least_loaded(
-        self, task: int, candidates: Iterable[int], check_pairs: bool
+        self, task: int, candidates: list[int], check_pairs: bool
     ) -> _Client | None:
+        """Kafka's scan: the first client with no task yet, else the first of the most
+        available ones (with a new pair of tasks, if ``check_pairs``).
+
+        Why: the standby step scans hundreds of clients per task; the first most available one
+        is found by ``min`` over kept keys, and only if it has no new pair is the scan run."""
+        if self.empty:
+            unused = next(filter(self.empty.__contains__, candidates), None)
+            if unused is not None:
+                return self.clients[unused]
+        if not candidates:
+            return None
+        first = self.clients[min(candidates, key=self.keys.__getitem__)]
+        if not check_pairs or self._has_new_pair(task, first):
+            return first
         best: _Client | None = None
         clients = self.clients
         for i in candidates:
@@ -372,10 +413,12 @@ class _Run:
             self._give(task, self._find_client(task, everyone, everyone_set), True)
 
     def assign_standby(self, replicas: int) -> None:
-        clients = self.clients
+        everyone = list(range(len(self.clients)))
         for task in self.stateful_in_java_order:
             for i in range(replicas):
-                free = [c.index for c in clients if task not in c.active and task not in c.standby]
+                free = everyone[:]
+                for held in sorted(self.holders.get(task, ()), reverse=True):
+                    del free[held]
                 if not free:  # the leader logs one WARNING with the total (pipeline)
                     log.debug(
                         "Unable to assign %d of %d standby tasks for task [%s]. There is not "
@@ -399,10 +442,6 @@ class _Run:
             )
             for client in self.clients
         }
-
-
-def _task_set(tasks_in_order: Iterable[TaskId]) -> JavaHashSet[TaskId]:
-    return JavaHashSet(task_id_hash, tasks_in_order)
 
 
 class LegacyStickyTaskAssignor:
