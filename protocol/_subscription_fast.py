@@ -29,6 +29,7 @@ from protocol._limits import MAX_CLIENT_TAGS, MAX_OFFSET_SUMS, MAX_STRING_BYTES,
 from protocol._read import (
     KIND_SUBSCRIPTION,
     ONE_CALL_MAX_BYTES,
+    ONE_CALL_UNCOUNTED_BYTES,
     interned_hosts,
     interned_process_ids,
     interned_ranked_tasks,
@@ -270,6 +271,27 @@ def _long_group(group: list[object], subtopology: int, sums: dict[object, int]) 
     return None not in sums
 
 
+def _section(section: bytes) -> object | None:
+    """The offset sums section of a payload that fits a template, read as :func:`read_whole`
+    reads it, or ``None`` (the payload is then read whole).
+
+    A short section (at most ``ONE_CALL_UNCOUNTED_BYTES``: a busy consumer's one or two tasks)
+    is read with msgpack's own limits, which are the section's length: what it may allocate is
+    bounded as :func:`read_whole`'s is, and what :func:`read_whole`'s tighter limits refuse
+    (maps, binaries, strings, extension types) :func:`_offset_sums` refuses as it reads only
+    lists, ``None`` and ints. Why: passing the limits as keywords was a third of the read at
+    Kafka's ManyThreadsPerClient point (1,800 such sections per rebalance)."""
+    if len(section) > ONE_CALL_UNCOUNTED_BYTES:
+        return read_whole(section, max_bin_len=PROCESS_ID_BYTES)
+    try:
+        return _UNPACK(section)
+    except Exception:  # truncated, trailing bytes...: read whole, refused or not there
+        return None
+
+
+_UNPACK: Final = msgpack.unpackb
+
+
 #: Most distinct lengths of the part before the offset sums a reader keeps templates for (the
 #: processes of one group mostly share one: same id size, endpoints of similar names).
 MAX_TEMPLATE_PREFIX_LENGTHS: Final = 8
@@ -319,15 +341,13 @@ class TemplateReader:
                 end = size - len(suffix)
                 if end <= length or not raw.endswith(suffix):
                     break
-                groups = read_whole(raw[length:end], max_bin_len=PROCESS_ID_BYTES)
+                groups = _section(raw[length:end])
                 if type(groups) is not list:
                     break
                 sums = _offset_sums(groups) if groups else {}
                 if sums is None:
                     break
-                values = dict(fields)
-                values["task_offset_sums"] = sums
-                values["client_tags"] = {}
+                values = {**fields, "task_offset_sums": sums, "client_tags": {}}
                 # trusted_model's steps, without its call (2,000 payloads a rebalance at Kafka's
                 # ManyThreadsPerClient point): every field is in ``values``
                 message: SubscriptionInfo = new_instance(SubscriptionInfo)
