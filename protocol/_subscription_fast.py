@@ -280,7 +280,7 @@ def _section(section: bytes) -> object | None:
     is read with msgpack's own limits, which are the section's length: what it may allocate is
     bounded as :func:`read_whole`'s is, and what :func:`read_whole`'s tighter limits refuse
     (maps, binaries, strings, extension types) :func:`_offset_sums` refuses as it reads only
-    lists, ``None`` and ints. Why: the call with the limits as keywords cost half again as
+    lists, ``None`` and ints. Why: the call with the limits as keywords cost nearly twice as
     much as the read itself (callgrind, Kafka's ManyThreadsPerClient point: 1,800 such
     sections per rebalance)."""
     if len(section) > ONE_CALL_UNCOUNTED_BYTES:
