@@ -20,8 +20,9 @@ then reads the payload and accepts it or names what is wrong, exactly as before
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from itertools import accumulate, islice
-from typing import Final, cast
+from typing import Final, TypeAlias, cast
 
 import msgpack
 
@@ -29,6 +30,7 @@ from protocol._limits import MAX_CLIENT_TAGS, MAX_OFFSET_SUMS, MAX_STRING_BYTES,
 from protocol._read import (
     KIND_SUBSCRIPTION,
     ONE_CALL_MAX_BYTES,
+    ONE_CALL_UNCOUNTED_BYTES,
     interned_hosts,
     interned_process_ids,
     interned_ranked_tasks,
@@ -46,7 +48,7 @@ from protocol._trusted import (
 )
 from protocol.errors import AssignorError
 from protocol.ids import INT32_MAX, INT64_MAX, trusted_model
-from protocol.messages import HEADER_ERROR_CODE_VERSION, SubscriptionInfo
+from protocol.messages import HEADER_ERROR_CODE_VERSION, SubscriptionInfo, VersionHeader
 
 #: Largest payload read in one call: at most this many values, whatever the bytes declare.
 #: A subscription of 1,000 offset sums takes about 5,000 bytes.
@@ -270,6 +272,32 @@ def _long_group(group: list[object], subtopology: int, sums: dict[object, int]) 
     return None not in sums
 
 
+def _section(section: bytes) -> object | None:
+    """The offset sums section of a payload that fits a template, read as :func:`read_whole`
+    reads it, or ``None`` (the payload is then read whole).
+
+    A short section (at most ``ONE_CALL_UNCOUNTED_BYTES``: a busy consumer's one or two tasks)
+    is read with msgpack's own limits, which are the section's length: what it may allocate is
+    bounded as :func:`read_whole`'s is, and what :func:`read_whole`'s tighter limits refuse
+    (maps, binaries, strings, extension types) :func:`_offset_sums` refuses as it reads only
+    lists, ``None`` and ints. Why: the call with the limits as keywords cost nearly twice as
+    much as the read itself (callgrind, Kafka's ManyThreadsPerClient point: 1,800 such
+    sections per rebalance)."""
+    if len(section) > ONE_CALL_UNCOUNTED_BYTES:
+        return read_whole(section, max_bin_len=PROCESS_ID_BYTES)
+    try:
+        tree: object = _UNPACK(section)
+    except Exception:  # truncated, trailing bytes...: read whole, refused or not there
+        return None
+    return tree
+
+
+_UNPACK: Final = msgpack.unpackb
+
+
+#: What a :class:`TemplateReader` answers: ``None`` only where its ``otherwise`` does.
+Read: TypeAlias = SubscriptionInfo | VersionHeader | None
+
 #: Most distinct lengths of the part before the offset sums a reader keeps templates for (the
 #: processes of one group mostly share one: same id size, endpoints of similar names).
 MAX_TEMPLATE_PREFIX_LENGTHS: Final = 8
@@ -294,10 +322,16 @@ class TemplateReader:
     only reuse what its own bytes repeat.
     """
 
-    __slots__ = ("_latest", "_lengths", "_seen", "_templates")
+    __slots__ = ("_latest", "_lengths", "_otherwise", "_seen", "_templates")
 
-    def __init__(self, latest_supported: int) -> None:
+    def __init__(
+        self, latest_supported: int, otherwise: Callable[[bytes], Read] = lambda raw: None
+    ) -> None:
         self._latest = latest_supported
+        # what a payload that is not bytes, or that :func:`decode_fast` does not judge, reads
+        # as: the codec's streaming read, answered from here rather than through a second
+        # call per payload (1,809 payloads at ManyThreadsPerClient's second rebalance)
+        self._otherwise = otherwise
         # the processes read whole once (by the shared instance's id): a payload becomes a
         # template only when its process sends a second, so a group of one consumer per
         # process (1,000 processes) pays no template it would never use
@@ -306,8 +340,11 @@ class TemplateReader:
         # prefix bytes -> (suffix bytes, the template's fields but the sums)
         self._templates: dict[bytes, tuple[bytes, dict[str, object]]] = {}
 
-    def read(self, raw: bytes) -> SubscriptionInfo | None:
-        """``decode_fast(raw, latest_supported)``, from a template when one fits."""
+    def read(self, raw: bytes) -> Read:
+        """``decode_fast(raw, latest_supported)``, from a template when one fits; where that
+        is ``None`` (or ``raw`` is not bytes), what ``otherwise`` reads."""
+        if type(raw) is not bytes:
+            return self._otherwise(raw)
         size = len(raw)
         if size <= FAST_MAX_BYTES:
             templates = self._templates
@@ -319,15 +356,13 @@ class TemplateReader:
                 end = size - len(suffix)
                 if end <= length or not raw.endswith(suffix):
                     break
-                groups = read_whole(raw[length:end], max_bin_len=PROCESS_ID_BYTES)
+                groups = _section(raw[length:end])
                 if type(groups) is not list:
                     break
                 sums = _offset_sums(groups) if groups else {}
                 if sums is None:
                     break
-                values = dict(fields)
-                values["task_offset_sums"] = sums
-                values["client_tags"] = {}
+                values = {**fields, "task_offset_sums": sums, "client_tags": {}}
                 # trusted_model's steps, without its call (2,000 payloads a rebalance at Kafka's
                 # ManyThreadsPerClient point): every field is in ``values``
                 message: SubscriptionInfo = new_instance(SubscriptionInfo)
@@ -337,12 +372,13 @@ class TemplateReader:
                 set_private(message, None)
                 return message
         info = decode_fast(raw, self._latest)
-        if info is not None:
-            process = id(info.process_id)
-            if process in self._seen:
-                self._learn(raw, info)
-            else:
-                self._seen.add(process)
+        if info is None:
+            return self._otherwise(raw)
+        process = id(info.process_id)
+        if process in self._seen:
+            self._learn(raw, info)
+        else:
+            self._seen.add(process)
         return info
 
     def _learn(self, raw: bytes, info: SubscriptionInfo) -> None:

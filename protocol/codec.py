@@ -194,16 +194,13 @@ class Codec:
         checked fields (``protocol._subscription_fast.TemplateReader``)."""
         if type(self).decode_subscription is not Codec.decode_subscription:
             return self.decode_subscription  # a subclass's reading is its own
-        templates = TemplateReader(self.latest_supported)
 
-        def read(data: bytes) -> SubscriptionInfo | VersionHeader:
-            if type(data) is bytes:
-                fast = templates.read(data)
-                if fast is not None:
-                    return fast
+        def streaming(data: bytes) -> SubscriptionInfo | VersionHeader:
             return cast(SubscriptionInfo | VersionHeader, self._decode(data, KIND_SUBSCRIPTION)[1])
 
-        return read
+        # (never ``None``: ``streaming`` answers or raises)
+        read = TemplateReader(self.latest_supported, streaming).read
+        return cast(Callable[[bytes], SubscriptionInfo | VersionHeader], read)
 
     def decode_assignment(self, data: bytes) -> AssignmentInfo | VersionHeader:
         """Read an assignment, or only its header when it is newer than this codec.
