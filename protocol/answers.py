@@ -357,27 +357,26 @@ class AnswerWriter:
         if len(active) == 1:
             if standby:
                 return None
-            task = active[0]
-            if task.topology is not None:
+            # (the task's kept key, read once: each field read of the model goes through
+            # pydantic's attribute hook; its first item is empty exactly when unnamed)
+            key = active[0]._sort_key
+            if key[0]:
                 return None
-            ints = (
-                [0, task.subtopology, task.partition]
-                if self._named
-                else [task.subtopology, task.partition]
-            )
+            ints = [0, key[1], key[2]] if self._named else [key[1], key[2]]
             packed = frame.before + self._packer.pack(ints) + frame.after_active
         elif not active and len(standby) == 1:
             ((task, partitions),) = standby.items()
-            if len(partitions) != 1 or task.topology is not None:
+            key = task._sort_key
+            if len(partitions) != 1 or key[0]:
                 return None
             (tp,) = partitions
             topic = frame.topic_index.get(tp.topic)
             if topic is None:
                 return None
             entry = (
-                [0, task.subtopology, task.partition, topic, tp.partition]
+                [0, key[1], key[2], topic, tp.partition]
                 if self._named
-                else [task.subtopology, task.partition, topic, tp.partition]
+                else [key[1], key[2], topic, tp.partition]
             )
             packed = frame.before_standby + self._packer.pack([entry]) + frame.after
         else:
