@@ -272,6 +272,10 @@ def _long_group(group: list[object], subtopology: int, sums: dict[object, int]) 
     return None not in sums
 
 
+#: msgpack's reader with its own limits (see :func:`_section`)
+_UNPACK: Final = msgpack.unpackb
+
+
 def _section(section: bytes) -> object | None:
     """The offset sums section of a payload that fits a template, read as :func:`read_whole`
     reads it, or ``None`` (the payload is then read whole).
@@ -290,9 +294,6 @@ def _section(section: bytes) -> object | None:
     except Exception:  # truncated, trailing bytes...: read whole, refused or not there
         return None
     return tree
-
-
-_UNPACK: Final = msgpack.unpackb
 
 
 #: What a :class:`TemplateReader` answers: ``None`` only where its ``otherwise`` does.

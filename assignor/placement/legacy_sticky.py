@@ -125,10 +125,8 @@ class _Run:
         """The ranks of ``tasks`` in the order of a ``HashSet`` filled with them in task order
         (:func:`hash_set_order`: a sort by bucket unless a bucket could grow a tree, rather
         than every insertion replayed)."""
-        keys = sorted(set(tasks), key=_SORT_KEY)
         rank = self.rank
-        return [rank[keys[k]]
-                for k in hash_set_order([spread(task_id_hash(t)) for t in keys], keys)]
+        return [rank[t] for t in _in_hash_set_order(sorted(set(tasks), key=_SORT_KEY))]
 
     def _map_previous(self) -> None:
         """``mapPreviousTaskAssignment``: last previous-active owner wins, key order by hash.
@@ -151,10 +149,7 @@ class _Run:
                 first_active[task] = i
             for task in state.previous_standby:
                 standby_owners[task].append(i)
-        keys = list(first_active)
-        self.prev_active_keys: list[TaskId] = [
-            keys[k] for k in hash_set_order([spread(task_id_hash(t)) for t in keys], keys)
-        ]
+        self.prev_active_keys: list[TaskId] = _in_hash_set_order(list(first_active))
         self.prev_active: dict[TaskId, int] = first_active
         # each task's previous standby owners (client numbers) in Kafka's set's order, and in
         # the order of the copy Kafka makes of that set
@@ -442,6 +437,12 @@ class _Run:
             )
             for client in self.clients
         }
+
+
+def _in_hash_set_order(tasks: list[TaskId]) -> list[TaskId]:
+    """``tasks`` (distinct) as a ``HashSet<TaskId>`` filled with them in this order iterates
+    them."""
+    return [tasks[k] for k in hash_set_order([spread(task_id_hash(t)) for t in tasks], tasks)]
 
 
 class LegacyStickyTaskAssignor:
