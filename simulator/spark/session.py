@@ -35,7 +35,8 @@ HASH_SEED = "0"
 #: sweep plans small jobs and pipes rows; HotSpot's second tier compiles it in background
 #: threads that compete with the Python replays for the cores, and its code arrives too late to
 #: pay back in a run of minutes. Measured on the 2-core box (a 60-scenario sweep, three runs
-#: each): 31.6-34.7 s against 36.6-38.7 s, from Spark's start, the replays and the small jobs after.
+#: each, interleaved): 36.1 s median (33.8-36.5) against 39.7 (38.0-42.0), from Spark's start,
+#: the replays and the small jobs after.
 DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
 #: The packages shipped to executors.
 SHIPPED_PACKAGES = ("protocol", "assignor", "simulator")
