@@ -27,19 +27,17 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from itertools import compress, repeat
-from operator import attrgetter, itemgetter
+from operator import add, attrgetter, itemgetter, lshift
 from typing import Any, Protocol
 
-from assignor._java.hash_codes import spread, task_id_hash
-from assignor._java.hash_table import hash_set_order
 from assignor.placement.lags import TaskLags
-from assignor.placement.thread_queue import LazyQueue, TaskNumbers
+from assignor.placement.thread_queue import LazyQueue, hash_set_positions, task_keys
 from protocol.ids import TaskId, java_string_key
 from protocol.messages import LATEST_OFFSET, UNKNOWN_OFFSET_SUM
 
 _KEPT_SORT_KEY = attrgetter("_sort_key")  # Kafka's TaskId.compareTo, from the task's slot
 _KEPT_RANK = attrgetter("_rank")  # the same order as one int, kept by unnamed tasks only
-_PARTITION_BITS = (1 << 31) - 1  # a rank's low bits: the partition
+_SENTINELS = frozenset({LATEST_OFFSET, UNKNOWN_OFFSET_SUM})  # offset sums that are their lag
 
 
 def _task_sorted(tasks: Iterable[TaskId]) -> list[TaskId]:
@@ -85,54 +83,64 @@ def assign_tasks_to_threads(
     _check_comparable(tasks)
     if not consumers:
         raise ValueError("a client needs at least one consumer to receive tasks")
-    ordered = _task_sorted(set(tasks))
+    distinct = list(dict.fromkeys(tasks))
+    owners = [
+        (i, prev_tasks_by_lag[c]) for i, c in enumerate(consumers) if prev_tasks_by_lag.get(c)
+    ]
+    (keys,), previous = task_keys([distinct], [owned for _, owned in owners])
+    task_of = dict(zip(keys, distinct, strict=True))
     load = [thread_load.get(c, 0) for c in consumers]
     # Java sums the whole load map, whatever consumers it names.
     extra = sum(thread_load.values()) - sum(load)
-    prev = [(i, prev_tasks_by_lag[c]) for i, c in enumerate(consumers) if prev_tasks_by_lag.get(c)]
-    rank = {task: i for i, task in enumerate(ordered)}
-    assigned = _assign_pass(
-        ordered, lambda: [rank[t] for t in tasks], is_stateful, prev, load, extra
-    )
-    result = {c: [ordered[r] for r in assigned.get(i, ())] for i, c in enumerate(consumers)}
+    prev = list(zip([i for i, _ in owners], previous, strict=True))
+
+    def java_order(ordered: Sequence[int]) -> list[int]:
+        position = dict(zip(ordered, range(len(ordered)), strict=True))
+        return [position[k] for k in keys]
+
+    assigned = _assign_pass(keys, java_order, is_stateful, prev, load, extra)
+    result = {
+        c: list(map(task_of.__getitem__, assigned.get(i, ()))) for i, c in enumerate(consumers)
+    }
     return result, dict(zip(consumers, load, strict=True))
 
 
 def _assign_pass(
-    ordered: list[TaskId],
-    java_order: Callable[[], Sequence[int]],
+    keys: list[int],
+    java_order: Callable[[Sequence[int]], Sequence[int]],
     is_stateful: bool,
-    prev: Sequence[tuple[int, Sequence[TaskId]]],
+    prev: Sequence[tuple[int, Sequence[int]]],
     load: list[int],
     extra_load: int = 0,
 ) -> dict[int, list[int]]:
-    """One pass on sorted distinct tasks, with consumers as their indices (``TreeSet`` order).
+    """One pass on the pass's tasks as distinct keys (:func:`task_keys`, in any order), with
+    consumers as their indices (``TreeSet`` order).
 
     ``load`` holds one count per consumer and is updated in place; ``prev`` lists only the
-    consumers with previous tasks, in consumer order; the answer maps a consumer index to the
-    task ranks it received, and omits consumers that received nothing. Why indices: at 1,000
-    threads per client and a few tasks per thread, per-consumer dicts cost more than placing
-    the tasks, so each per-consumer step here is one comprehension over ``load`` or a loop over
-    the few consumers that matter. ``java_order`` gives the Java iteration order (as ranks); it
-    is asked only if the heap layout decides something.
+    consumers with previous tasks, in consumer order, each task as its key (a key in no pass
+    is simply never queued); the answer maps a consumer index to the keys it received, and
+    omits consumers that received nothing. Why indices and keys: at 1,000 threads per client
+    and a few tasks per thread, per-consumer dicts cost more than placing the tasks, and with
+    int keys a thread's previous tasks are matched against the queue by one filter in C. So
+    each per-consumer step here is one comprehension over ``load`` or a loop over the few
+    consumers that matter. ``java_order`` gives, from the sorted keys, the Java iteration order
+    (as positions in them); it is asked only if the heap layout decides something.
     """
-    n_tasks = len(ordered)
     assignment: dict[int, list[int]] = {}
-    if not n_tasks:
+    if not keys:
         return assignment
-    floor = (n_tasks + sum(load) + extra_load) // len(load)
-    queue = LazyQueue(n_tasks, java_order)
+    floor = (len(keys) + sum(load) + extra_load) // len(load)
+    queue = LazyQueue(keys, java_order)
     # A TreeMap in Java: iterated by task order, a later owner overwrites an earlier one.
     skipped: dict[int, int] = {}
     if is_stateful and prev and set(map(len, map(itemgetter(1), prev))) == {1}:
         # Every previous owner reported one task (each busy thread at 1,000 threads per
-        # client): the loop below with one look-up of all their positions, and per thread a
-        # take (still room) or a skip, as the loop decides for a list of one.
+        # client): per thread a take (still room) or a skip, as the loop below decides for a
+        # list of one.
         present = queue.present
-        ranks = TaskNumbers(ordered).of([tasks[0] for _, tasks in prev])
         taken: list[int] = []  # removed from the queue in this order (logged once, below)
-        for (consumer, _), r in zip(prev, ranks, strict=True):
-            if r < 0 or r not in present:
+        for consumer, (r,) in prev:
+            if r not in present:
                 continue
             if load[consumer] < floor:
                 present.discard(r)
@@ -143,14 +151,13 @@ def _assign_pass(
                 skipped[r] = consumer
         queue.log.extend(zip(repeat(False), taken))
     elif is_stateful and prev:
-        numbers = TaskNumbers(ordered)
         present = queue.present
         for consumer, tasks in prev:
             room = max(floor - load[consumer], 0)
             # A thread's previous tasks are distinct, so taking one never changes whether a
             # later one is in the queue: the first ``room`` present take, the rest are
             # skipped (Java's loop, one task at a time, in the same order).
-            found = [r for r in numbers.of(tasks) if r >= 0 and r in present]
+            found = list(filter(present.__contains__, tasks))
             if len(set(found)) < len(found):  # a repeated task: Java's loop, step by step
                 mine: list[int] = []
                 for r in found:
@@ -224,31 +231,16 @@ def _assign_pass(
     return assignment
 
 
-def _hash_set_ranks(ordered: list[TaskId]) -> list[int]:
-    """A ``HashSet`` filled with sorted tasks, iterated, as positions in ``ordered``: by bucket
-    then insertion, from the hashes alone unless a bucket grows a tree (then it is replayed)."""
-    return hash_set_order(spread_task_hashes(ordered), list(map(_KEPT_SORT_KEY, ordered)))
+def _sorted_order(keys: Sequence[int]) -> range:
+    """The Java order of a pass fed the sorted set itself: the sorted keys' own order."""
+    return range(len(keys))
 
 
-_INT32_MASK = 0xFFFFFFFF
-_INT32_SIGN = 0x80000000
-
-
-def spread_task_hashes(ordered: Sequence[TaskId]) -> list[int]:
-    """``spread(task_id_hash(task))`` of each task (``HashMap.hash`` of ``TaskId.hashCode``).
-
-    For unnamed tasks, from each kept int rank in two comprehensions (``Objects.hash
-    (subtopology, partition, null)`` is ``((31 + s) * 31 + p) * 31``, wrapped to 32 bits; the
-    spread xors its high half in and reads the bits as a signed int): three Python calls per
-    task were a fifth of tasks-to-threads when every active task is handed out in hash-set
-    order (the first rebalance at 1,000 threads per client)."""
-    try:
-        ranks = list(map(_KEPT_RANK, ordered))
-    except AttributeError:  # a named task, or one that keeps no rank
-        return [spread(task_id_hash(t)) for t in ordered]
-    hashes = [((31 + (r >> 31)) * 31 + (r & _PARTITION_BITS)) * 31 & _INT32_MASK for r in ranks]
-    spread_bits = [h ^ (h >> 16) for h in hashes]
-    return [x - ((x & _INT32_SIGN) << 1) for x in spread_bits]
+def _hash_set_ranks(keys: Sequence[int], task_of: Mapping[int, TaskId]) -> list[int]:
+    """A ``HashSet`` filled with a pass's tasks in order (``keys``, sorted), iterated, as
+    positions in ``keys``: by bucket then insertion, from the hashes alone unless a bucket
+    grows a tree (then it is replayed)."""
+    return hash_set_positions(list(map(task_of.__getitem__, keys)))
 
 
 def java_hash_set_order(tasks: Iterable[TaskId]) -> list[TaskId]:
@@ -257,7 +249,7 @@ def java_hash_set_order(tasks: Iterable[TaskId]) -> list[TaskId]:
     tasks = list(tasks)
     _check_comparable(tasks)
     ordered = _task_sorted(set(tasks))
-    return [ordered[i] for i in _hash_set_ranks(ordered)]
+    return [ordered[i] for i in hash_set_positions(ordered)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -287,25 +279,24 @@ def distribute_tasks(
     # The reporting consumers' positions found in C (2,000 at 1,000 threads per client); the
     # positions are distinct, so the sort never compares the task lists.
     known = index_of.known(compress(prev_by_lag, prev_by_lag.values()))
-    prev = sorted(
-        zip(index_of.positions(known), map(prev_by_lag.__getitem__, known), strict=True)
-    )
+    pass_tasks = [
+        tasks if isinstance(tasks, (set, frozenset)) else set(tasks)
+        for tasks in (stateful_active, standby, stateless_active)
+    ]
+    pass_keys, previous = task_keys(pass_tasks, list(map(prev_by_lag.__getitem__, known)))
+    prev = sorted(zip(index_of.positions(known), previous, strict=True))
     load = [0] * len(ordered_consumers)
     passes = []
-    for tasks, stateful_pass, hashed in (
-        (stateful_active, True, True),
-        (standby, True, False),
-        (stateless_active, False, True),
+    for given, keys, stateful_pass, hashed in zip(
+        pass_tasks, pass_keys, (True, True, False), (True, False, True), strict=True
     ):
-        ordered = _task_sorted(tasks if isinstance(tasks, (set, frozenset)) else set(tasks))
-        # Unnamed tasks sort first (an empty name key): a mix shows at the two ends.
-        if ordered and ordered[0].topology is None and ordered[-1].topology is not None:
-            raise ValueError("cannot order tasks of named and unnamed topologies together")
+        task_of = dict(zip(keys, given, strict=True))
         # A HashSet filled in task order, or the sorted set itself (already a valid heap).
-        java_order = partial(_hash_set_ranks, ordered) if hashed else partial(range, len(ordered))
-        assigned = _assign_pass(ordered, java_order, stateful_pass, prev, load)
+        java_order = partial(_hash_set_ranks, task_of=task_of) if hashed else _sorted_order
+        assigned = _assign_pass(keys, java_order, stateful_pass, prev, load)
         passes.append(
-            {ordered_consumers[i]: [ordered[r] for r in ranks] for i, ranks in assigned.items()}
+            {ordered_consumers[i]: list(map(task_of.__getitem__, got))
+             for i, got in assigned.items()}
         )
     stateful, standbys, stateless = passes
     active: dict[str, Sequence[TaskId]] = dict.fromkeys(ordered_consumers, ())
@@ -375,7 +366,7 @@ def _prev_by_lag(
     hashes (``stateful`` is the keys of every client's lags, as ``distribute_client_tasks``
     requires), each lag from the two sums by ``lags.task_lag``'s rule written out in one
     comprehension (a call per task was 100,000 Python calls in a probing replay), and one sort
-    of (lag, rank) pairs, which are unique, so no task is ever compared.
+    of (lag, rank) pairs as ints, which are unique, so no task is ever compared.
     """
     known = list(reported & stateful)
     try:
@@ -383,21 +374,23 @@ def _prev_by_lag(
     except AttributeError:
         return None
     offset_sums = lags.offset_sums
-    if set(offset_sums.values()) == {LATEST_OFFSET} and reported.issubset(offset_sums):
-        # every report says "running" (a client's actives taken back): each lag is that same
-        # sentinel, so the order is the tasks' (one sort of unique ints, no look-up per task;
-        # the subset check hashes nothing: a set made from a dict takes its stored hashes)
+    offsets = list(map(offset_sums.get, known, repeat(0)))
+    if offsets and min(offsets) == max(offsets) == LATEST_OFFSET:
+        # every one says "running" (a thread's actives taken back): each lag is that same
+        # sentinel, so the order is the tasks' (one sort of unique ints, no end sum looked up)
         return tuple(map(known.__getitem__, sorted(range(len(known)), key=ranks.__getitem__)))
     end_sums = lags.end_sums
-    # ``task_lag`` of each (reported sum, end sum), written out: no Python call per task
+    sentinels = _SENTINELS
+    # ``task_lag`` of each (reported sum, end sum), written out: no Python call per task (a sum
+    # within the end first: the common case, one chained comparison)
     by_lag = [
-        o if o in (LATEST_OFFSET, UNKNOWN_OFFSET_SUM) else e if e < o else e - o
-        for o, e in zip(
-            map(offset_sums.get, known, repeat(0)), map(end_sums.__getitem__, known), strict=True
-        )
+        e - o if 0 <= o <= e else o if o in sentinels else e if e < o else e - o
+        for o, e in zip(offsets, map(end_sums.__getitem__, known), strict=True)
     ]
-    order = sorted(zip(by_lag, ranks, range(len(known)), strict=True))
-    return tuple([known[row[2]] for row in order])
+    # (lag, rank) as one int, lag * 2**62 + rank (a rank is below 2**62), so the sort compares
+    # ints, not tuples
+    keys = list(map(add, map(lshift, by_lag, repeat(62)), ranks))
+    return tuple(map(known.__getitem__, sorted(range(len(known)), key=keys.__getitem__)))
 
 
 class AssignedClient(Protocol):

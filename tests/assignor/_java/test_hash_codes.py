@@ -108,7 +108,7 @@ def test_spread_task_hashes_are_the_spread_java_hash_codes(
     """Tasks-to-threads' hash-set order reads the spread hashes from the tasks' int ranks in
     comprehensions: each must be ``spread(task_id_hash(task))``, extremes included, and a
     named task (no rank) takes the function's path."""
-    from assignor.placement.threads import spread_task_hashes
+    from assignor.placement.thread_queue import spread_task_hashes
 
     tasks = [TaskId(s, p, topology=name) for s, p, name in keys]
     tasks += [TaskId(INT32_MAX, INT32_MAX), TaskId(0, 0), TaskId(1, 2**16 + 1)]

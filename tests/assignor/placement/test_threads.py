@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from assignor.placement.thread_queue import LazyQueue, TaskNumbers
+from assignor.placement.thread_queue import NOT_A_KEY, LazyQueue, task_keys
 from assignor.placement.threads import (
     TaskAssignmentError,
     assign_tasks_to_threads,
@@ -324,10 +324,12 @@ def test_one_task_left_is_the_heap_without_a_replay() -> None:
         n = rng.randint(1, 40)
         order = list(range(n))
         rng.shuffle(order)
-        queue = LazyQueue(n, order.copy)
+        keys = rng.sample(range(1_000), n)  # distinct, in no order (sorted when polled)
+        queue = LazyQueue(keys, lambda ordered, order=order: order.copy())
         while len(queue) > rng.choice([0, 1, 1, 2]):
             if rng.random() < 0.5:
-                queue.poll()
+                smallest = min(queue.present)
+                assert queue.poll() == smallest, seed  # the keys sorted when first polled
             else:
                 queue.remove(rng.choice(sorted(queue._present)))
         assert queue.heap_order() == queue.replayed(), seed
@@ -340,20 +342,35 @@ def test_one_task_left_is_the_heap_without_a_replay() -> None:
     asked=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 20), st.booleans()), max_size=25),
     named_pass=st.booleans(),
 )
-def test_task_numbers_by_rank_equal_the_look_up_by_value(
+def test_task_keys_order_and_match_tasks_as_their_values_do(
     ordered: set[tuple[int, int, bool]], asked: list[tuple[int, int, bool]], named_pass: bool
 ) -> None:
-    """``TaskNumbers`` finds a task's position by its int rank when it can; a named task
-    (no rank), in the pass or among those asked, goes by value; same answers either way."""
+    """``task_keys`` gives a pass's tasks ints in Kafka's task order (their int ranks when
+    every task of the passes has one, else positions by value), and a previous task the key
+    of the same task in a pass, or a key no pass's task has when no pass holds it (a named
+    task asked of unnamed passes, or the other way round)."""
 
     def task(s: int, p: int, named: bool) -> TaskId:
         return TaskId(s, p, topology="n" if named else None)
 
     pass_tasks = [task(s, p, named and named_pass) for s, p, named in sorted(ordered)]
     pass_tasks = sorted(set(pass_tasks), key=lambda t: (t.topology is not None, t.sort_key))
+    named = [t for t in pass_tasks if t.topology is not None]
+    unnamed = [t for t in pass_tasks if t.topology is None]
     wanted = [task(s, p, named) for s, p, named in asked]
-    by_value = {t: i for i, t in enumerate(pass_tasks)}
-    assert TaskNumbers(pass_tasks).of(wanted) == [by_value.get(t, -1) for t in wanted]
+    (named_keys, unnamed_keys), (asked_keys,) = task_keys([named, unnamed], [wanted])
+    for keys in (named_keys, unnamed_keys):
+        assert sorted(range(len(keys)), key=keys.__getitem__) == list(range(len(keys)))
+        assert min(keys, default=0) >= 0
+    key_of = dict(zip(named + unnamed, named_keys + unnamed_keys, strict=True))
+    assert len(set(key_of.values())) == len(key_of)
+    for t, key in zip(wanted, asked_keys, strict=True):
+        assert key == key_of[t] if t in key_of else key not in key_of.values()
+
+
+def test_a_pass_that_mixes_named_and_unnamed_tasks_is_refused() -> None:
+    with pytest.raises(ValueError, match="named and unnamed"):
+        task_keys([[TaskId(0, 1), TaskId(0, 1, topology="n")]], [])
 
 
 @given(
@@ -370,8 +387,8 @@ def test_previous_owners_of_one_task_each_take_as_the_general_loop(
     from assignor.placement.threads import _assign_pass
 
     rng = random.Random(seed)
-    ordered = [TaskId(0, p) for p in range(n_tasks)]
-    foreign = TaskId(9, 0)
+    ordered = list(range(n_tasks))  # the pass's tasks as keys
+    foreign = NOT_A_KEY  # a task in no pass
     owners = sorted(rng.sample(range(n_consumers), rng.randint(1, n_consumers)))
     # owners may repeat a task, or name one that is not among the pass's
     prev = [(c, [rng.choice([*ordered, foreign])]) for c in owners]
@@ -381,7 +398,7 @@ def test_previous_owners_of_one_task_each_take_as_the_general_loop(
         load = list(loads)
         try:
             assigned = _assign_pass(
-                ordered, lambda: list(range(n_tasks)), True, entries, load
+                ordered, lambda keys: list(range(n_tasks)), True, entries, load
             )
         except TaskAssignmentError as error:
             answers.append(("error", str(error)))
