@@ -7,7 +7,7 @@ the top functions. ``--root`` profiles another source tree (an exported older co
 change can be profiled before and after; cProfile roughly doubles the time, so quote shares.
 
     .venv/bin/python tests/bench/prof_pa.py [--root DIR] [--top 40] [--sort tottime]
-        [--job pa|cold|crash] [--warm]
+        [--job pa|cold|crash|scale] [--warm]
 """
 
 from __future__ import annotations
@@ -26,11 +26,17 @@ JOB: tuple[str, dict[str, Any], int] = ("partitions_added",
         "static": False, "threads": 4, "to_partitions": 305, "warmups": 2,
         "assignor": "high_availability"},
        437670890)
-#: ``--job``: the default job, or issue 13's two bench scenarios that missed its bar.
+#: ``--job``: the default job, issue 13's two bench scenarios that missed its bar, or the default
+#: mix's costliest replay.
 JOBS: dict[str, tuple[str, dict[str, Any], int]] = {
     "pa": JOB,
     "cold": ("cold_start", {"processes": 200, "threads": 2, "partitions": 256}, 0),
     "crash": ("crash_recover", {"processes": 60, "threads": 2, "partitions": 120, "crash": 2}, 0),
+    # the default mix's costliest replay at 7c38122 (5.3 s: 203 processes, 61 rebalances)
+    "scale": ("scale_out",
+              {"add": 3, "partitions": 256, "processes": 200, "recovery_lag": 1000, "standbys": 1,
+               "static": False, "threads": 2, "warmups": 1, "assignor": "high_availability"},
+              308091082),
 }
 PARTS = (("asyncio", "asyncio"), ("/simulator/shim/", "shim"), ("/simulator/", "engine"),
          ("/assignor/", "assignor"), ("/protocol/", "protocol"), ("aiokafka", "aiokafka"))
