@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Callable, Collection, Sequence
-from itertools import islice, repeat
+from itertools import chain, islice, repeat
 from operator import attrgetter
 
 from assignor._java.hash_codes import spread, task_id_hash
@@ -135,13 +135,15 @@ def task_keys(
         pass_keys = [list(map(_KEPT_RANK, tasks)) for tasks in passes]
     except AttributeError:
         return _keys_by_value(passes, previous)
-    previous_keys = []
-    for tasks in previous:
-        try:
-            previous_keys.append(list(map(_KEPT_RANK, tasks)))
-        except AttributeError:  # a named task is in no pass; an unnamed one is keyed by value
-            previous_keys.append([_rank_or_not_a_key(task) for task in tasks])
-    return pass_keys, previous_keys
+    try:  # every list's ranks in one pass in C (1,000 lists of one task at 1,000 threads)
+        flat = list(map(_KEPT_RANK, chain.from_iterable(previous)))
+    except AttributeError:  # a named task is in no pass; an unnamed one is keyed by value
+        flat = [_rank_or_not_a_key(task) for task in chain.from_iterable(previous)]
+    lengths = list(map(len, previous))
+    if min(lengths, default=1) == max(lengths, default=1) == 1:
+        return pass_keys, [[key] for key in flat]
+    ranks = iter(flat)
+    return pass_keys, [list(islice(ranks, length)) for length in lengths]
 
 
 def _rank_or_not_a_key(task: TaskId) -> int:
