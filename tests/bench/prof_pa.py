@@ -32,7 +32,8 @@ JOBS: dict[str, tuple[str, dict[str, Any], int]] = {
     "pa": JOB,
     "cold": ("cold_start", {"processes": 200, "threads": 2, "partitions": 256}, 0),
     "crash": ("crash_recover", {"processes": 60, "threads": 2, "partitions": 120, "crash": 2}, 0),
-    # the default mix's costliest replay at 7c38122 (5.3 s: 203 processes, 61 rebalances)
+    # the default mix's costliest replay in make simulate at 591cd67 (5.3 s: 203 processes, 61
+    # rebalances)
     "scale": ("scale_out",
               {"add": 3, "partitions": 256, "processes": 200, "recovery_lag": 1000, "standbys": 1,
                "static": False, "threads": 2, "warmups": 1, "assignor": "high_availability"},
