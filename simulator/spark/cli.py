@@ -97,14 +97,13 @@ def run(args: argparse.Namespace) -> int:
         _print_result(result.report / "index.html", result.summary)
         return 0
     from simulator.spark.session import session
-    from simulator.spark.summary import render_report, summarize
+    from simulator.spark.summary import summarize_and_render
 
     if not (args.dir / "scenarios").is_dir():
         print(f"error: {args.dir} holds no sweep (no scenarios/ table)", file=sys.stderr)
         return 2
     with session(args.master, app_name="streams-assignor report") as spark:
-        summary = summarize(spark, args.dir)
-        index = render_report(spark, args.dir, summary)
+        summary, index = summarize_and_render(spark, args.dir)
     _print_result(index, summary)
     return 0
 

@@ -248,12 +248,13 @@ def sweep(options: SweepOptions, spark: SparkSession | None = None) -> SweepResu
         }
         (out / RUN_FILE).write_text(json.dumps(run, indent=2, sort_keys=True) + "\n",
                                     encoding="utf-8")
-        result = summary.summarize(spark, out)
+        result = summary.summarize(
+            spark, out, violations_csv=summary.report_folder(out) / "violations.csv")
         run["duration_s"] = round(time.monotonic() - started, 1)
         (out / RUN_FILE).write_text(json.dumps(run, indent=2, sort_keys=True) + "\n",
                                     encoding="utf-8")
         result["run"] = run
-        report_dir = summary.render_report(spark, out, result).parent
+        report_dir = summary.render_report(out, result).parent
     return SweepResult(out, report_dir, result)
 
 

@@ -139,7 +139,7 @@ def test_violations_carry_the_command_that_replays_them(first: Any) -> None:
 
 def test_same_seed_gives_identical_scenario_rows_inline_and_report_rebuilds(
         first: Any, local_spark: Any, tmp_path_factory: pytest.TempPathFactory) -> None:
-    from simulator.spark.summary import render_report, summarize
+    from simulator.spark.summary import summarize_and_render
 
     # the second run replays inline (sweep --inline), the first in forked children
     second = _run(local_spark, tmp_path_factory.mktemp("sweep-b"), inline=True)
@@ -147,8 +147,11 @@ def test_same_seed_gives_identical_scenario_rows_inline_and_report_rebuilds(
     assert (run["replay_children"], run["replay_child_peak_rss_mb"]) == (0, 0)
     assert deterministic_rows(second.out) == deterministic_rows(first.out)
     # the report from the Parquet alone has the sweep's numbers
-    rebuilt = summarize(local_spark, first.out)
+    csv = first.out / "report" / "violations.csv"
+    written = csv.read_bytes()
+    csv.unlink()
+    rebuilt, index = summarize_and_render(local_spark, first.out)
     assert rebuilt["headline"] == first.summary["headline"]
     assert rebuilt["totals"] == first.summary["totals"]
-    index = render_report(local_spark, first.out, rebuilt)
     assert index.is_file()
+    assert csv.read_bytes() == written  # written again, beside the aggregations
