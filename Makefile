@@ -16,6 +16,8 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[spark,dev]'
+	@# the Spark driver's class-data archive: about 2 s off every Spark start (docs/simulate.md)
+	$(PY) -m simulator.spark jvm-archive || echo "warning: no JVM class-data archive; Spark starts as before"
 	touch $(STAMP)
 
 test: $(STAMP)

@@ -62,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "families":
         return _families(args.json)
-    if args.command in ("sweep", "report"):
+    if args.command in ("sweep", "report", "jvm-archive"):
         return spark_cli.run(args)
     logging.basicConfig(level=logging.WARNING if args.verbose else logging.CRITICAL)
     try:

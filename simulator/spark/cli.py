@@ -3,17 +3,21 @@
     python -m simulator.spark sweep [--mix default] [--families F ...] [--assignors A ...]
                                     [--scenarios N] [--seed S] [--out DIR] [--master URL]
     python -m simulator.spark report DIR
+    python -m simulator.spark jvm-archive
 
 ``sweep`` runs a mix (each scenario with every assignor), writes Parquet and the report under
 ``DIR`` (default ``out/simulate``) and ends with the report's path and a headline table.
 ``report`` rebuilds ``DIR/report`` from the Parquet alone (Spark computes the summaries again).
+``jvm-archive`` builds the driver JVM's class-data archive (:mod:`simulator.spark.jvm_archive`;
+``make install`` runs it): later sweeps start Spark about 2 s sooner.
 
 Importing this module imports no pyspark (the sweep loads it when it runs), so another command
 line can offer these subcommands: call :func:`add_commands` on its subparsers and :func:`run` with
 the parsed arguments.
 
 Exit status: 0 when the sweep ran (violations and errors of scenarios are results, in the
-report); 2 for a bad mix, family, assignor or count, with one line on stderr.
+report); 2 for a bad mix, family, assignor or count, with one line on stderr; 1 when
+``jvm-archive`` could not build the archive (the reason on stderr; sweeps run without it).
 """
 
 from __future__ import annotations
@@ -56,6 +60,8 @@ def add_commands(commands: Any) -> None:
     report = commands.add_parser("report", help="rebuild DIR/report from DIR's Parquet")
     report.add_argument("dir", type=Path, metavar="DIR")
     report.add_argument("--master", default=None, metavar="URL")
+    commands.add_parser("jvm-archive",
+                        help="build the driver JVM's class-data archive (a faster Spark start)")
 
 
 def _print_result(index: Path, summary: dict[str, Any]) -> None:
@@ -73,6 +79,16 @@ def run(args: argparse.Namespace) -> int:
     """Run a parsed ``sweep`` or ``report`` command."""
     from simulator.spark.mix import MixError
 
+    if args.command == "jvm-archive":
+        from simulator.spark.jvm_archive import ArchiveError, build
+        from simulator.spark.session import DRIVER_JAVA_OPTIONS
+
+        try:
+            print(f"jvm-archive: {build(DRIVER_JAVA_OPTIONS)}")
+        except ArchiveError as exc:
+            print(f"error: jvm-archive: {exc}", file=sys.stderr)
+            return 1
+        return 0
     if args.command == "sweep":
         from simulator.spark.sweep import SweepOptions, sweep
 
