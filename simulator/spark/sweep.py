@@ -14,7 +14,8 @@ Flow (one Spark job does the replays; everything after reads what it wrote):
    three writes are submitted together (:mod:`simulator.spark.together`);
 4. ``run.json`` records what ran (mix, seed, counts, versions, machine, duration);
 5. the summaries are computed by Spark from the Parquet (:mod:`simulator.spark.summary`) and the
-   report is rendered (:mod:`simulator.report`), exactly as ``report DIR`` would.
+   report is rendered (:mod:`simulator.report`), exactly as ``report DIR`` would, while Spark
+   stops.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import platform
 import sys
 import time
 from collections.abc import Sequence
-from contextlib import nullcontext
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
@@ -208,7 +209,9 @@ def sweep(options: SweepOptions, spark: SparkSession | None = None) -> SweepResu
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     began = datetime.now(UTC).isoformat(timespec="seconds")
-    with nullcontext(spark) if spark is not None else session(options.master) as spark:
+    with ExitStack() as stack:
+        if spark is None:
+            spark = stack.enter_context(session(options.master))
         spark_ready_s = time.monotonic() - started
         batches = mix.batches(cases, assignors, parallelism(spark), options.max_batch)
         print(f"sweep: mix {chosen.name}, {len(cases)} scenarios x {len(assignors)} assignors = "
@@ -254,8 +257,10 @@ def sweep(options: SweepOptions, spark: SparkSession | None = None) -> SweepResu
         (out / RUN_FILE).write_text(json.dumps(run, indent=2, sort_keys=True) + "\n",
                                     encoding="utf-8")
         result["run"] = run
-        report_dir = summary.render_report(out, result).parent
-    return SweepResult(out, report_dir, result)
+        # The plots are the driver's Python and stopping Spark is mostly the JVM's: done
+        # together (the stop, if this sweep started Spark, in a thread; the plots in this one).
+        index, _ = together(partial(summary.render_report, out, result), stack.pop_all().close)
+    return SweepResult(out, index.parent, result)
 
 
 __all__ = ["RUN_FILE", "ReplayStats", "SweepError", "SweepOptions", "SweepResult", "run_jobs",
