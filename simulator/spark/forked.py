@@ -44,8 +44,9 @@ from simulator.spark.mix import Job, job_cost
 #: A child stops taking new jobs once its resident size passes this (MB); a fresh one goes on.
 MAX_CHILD_RSS_MB = 2_048
 #: Jobs estimated at least this costly (:func:`~simulator.spark.mix.job_cost`) replay with the
-#: collector on, as inline: the default mix's costliest job is about 26,000, the ``large``
-#: mix's reach 82,500 (groups of 1,000 members whose garbage could pass the bound mid-replay).
+#: collector on, as inline: the default mix's costliest job is about 26,000; only the ``large``
+#: mix's groups of 1,000 members (priced with their 10,000 tasks: 18,000 to 742,500, all but
+#: a few round-robin ones past this) get here, whose garbage could pass the bound mid-replay.
 COLLECTED_FROM_COST = 30_000
 #: Environment switch for the inline fallback (``1``: no fork).
 INLINE_ENV = "SIMULATOR_INLINE_REPLAYS"

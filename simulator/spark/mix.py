@@ -101,17 +101,33 @@ class Case:
         return cost(self.family, self.params)
 
 
+#: Tasks one unit of :func:`cost` covers: every group of the default mix has at most 1,024
+#: (the shop topology's 2 per partition, at most 512 partitions once some are added), so their
+#: costs are members x rebalances alone.
+PRICED_TASKS = 1024
+
+
 def cost(family: str, params: dict[str, Any]) -> int:
-    """A rough replay cost (members x rebalances): big cases are scheduled first, and the progress
-    bar's time left is reckoned in it (the biggest-first order makes a count of replays lie)."""
+    """A rough replay cost (members x rebalances, times each started :data:`PRICED_TASKS` of the
+    shop topology's tasks): big cases are scheduled first, and the progress bar's time left is
+    reckoned in it (the biggest-first order makes a count of replays lie).
+
+    The tasks count only past the default mix's: the ``large`` mix's groups of 1,000 members
+    hold 10,000 tasks, and priced as members x rebalances their replays took about 1.9 ms a
+    unit against 0.1-0.3 ms in the default mix (a high-availability scale-out: 154 s for
+    82,500), so a batch budgeted with them held the two costliest (some 375 s on one core)
+    and the progress bar, which moves when a batch ends, sat at 0 for minutes.
+    """
     processes = int(params.get("processes", 1))
     members = processes * int(params.get("threads", 1))
     if "max_threads" in params:  # skewed: 1..max_threads threads per process
         members = processes * (1 + int(params["max_threads"])) // 2
+    tasks = 2 * max(int(params.get("partitions", 1)), int(params.get("to_partitions", 0)))
+    scale = max(1, tasks // PRICED_TASKS)
     if family in ROLLING_FAMILIES:
-        return members * (processes + 2)
+        return members * (processes + 2) * scale
     steps = sum(int(params.get(key, 0)) for key in ("add", "remove", "flaps"))
-    return members * (steps + 4)
+    return members * (steps + 4) * scale
 
 
 #: A job as the executors receive it: (case_id, family, params JSON, seed, assignor).
@@ -336,6 +352,7 @@ __all__ = [
     "MIN_BATCH_COST",
     "MIXES",
     "OPT_IN_ASSIGNORS",
+    "PRICED_TASKS",
     "ROLLING_FAMILIES",
     "Case",
     "Job",

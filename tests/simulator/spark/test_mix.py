@@ -4,6 +4,7 @@ every job exactly once (no Spark needed)."""
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
 
@@ -115,3 +116,28 @@ def test_a_small_sweep_is_sliced_alike_on_one_core_and_on_two() -> None:
     assert share > mix.MIN_BATCH_COST
     assert all(sum(mix.job_cost(j) for j in b) <= max(share, max(costs))
                for b in mix.batches(big, assignors, parallelism=2))
+
+
+def test_the_large_mix_prices_its_tasks_and_runs_its_costliest_jobs_one_a_batch() -> None:
+    """A group's tasks count in its cost only past :data:`mix.PRICED_TASKS`, which no group of
+    the default mix holds (its costs, order and batches stay members x rebalances); the
+    ``large`` mix's groups of 10,000 tasks come first, the costliest each in a batch of its own,
+    so the progress bar moves as each ends."""
+    params = {"processes": 250, "threads": 4, "partitions": 256, "add": 7}
+    assert mix.cost("scale_out", params) == 1000 * 11
+    assert mix.cost("scale_out", {**params, "partitions": 5000}) == 1000 * 11 * 9
+    default = mix.build_cases(*mix.resolve("default", None, None)[:2], 2000, 0)
+    assert max(2 * max(c.params["partitions"], c.params.get("to_partitions", 0))
+               for c in default) <= mix.PRICED_TASKS
+    chosen, families, assignors = mix.resolve("large", None, None)
+    cases = mix.build_cases(chosen, families, 40, 0)
+    batches = mix.batches(cases, assignors, parallelism=2)
+    every = mix.jobs(cases, assignors)
+    thousand = [j for j in every if json.loads(j[2])["processes"] == 250]
+    assert len(thousand) == 45
+    share = sum(map(mix.job_cost, every)) // (mix.BATCHES_PER_CORE * 2)
+    alone = [j for j in thousand if mix.job_cost(j) >= share]
+    assert len(alone) >= 10  # (the costliest: high availability's and Faust's, mostly)
+    head = batches[: len(alone)]
+    assert all(len(b) == 1 for b in head) and sorted(b[0] for b in head) == sorted(alone)
+    assert sorted(j for b in batches for j in b) == sorted(every)
