@@ -51,6 +51,8 @@ class Mix:
     max_members: int
     #: (processes, threads, partitions) groups added once per family where the family allows it
     large_groups: tuple[tuple[int, int, int], ...] = ()
+    #: the mix whose draws this one's cases repeat (same seed, same cases), before its groups
+    draws_as: str | None = None
 
 
 MIXES: dict[str, Mix] = {
@@ -62,10 +64,11 @@ MIXES: dict[str, Mix] = {
             scenarios=2000, max_processes=200, max_rolling_processes=24, max_partitions=256,
             max_members=400),
         Mix("large",
-            "the default mix plus, for every family that is not rolling, one group of 250 "
-            "processes x 4 threads (1,000 members) and 5,000 partitions (10,000 tasks)",
+            "the default mix (the same cases) plus, for every family that is not rolling and "
+            "does not draw its own sizes, one group of 250 processes x 4 threads (1,000 "
+            "members; skewed: 1-7 threads, 4 on average) and 5,000 partitions (10,000 tasks)",
             scenarios=2000, max_processes=200, max_rolling_processes=24, max_partitions=256,
-            max_members=400, large_groups=((250, 4, 5000),)),
+            max_members=400, large_groups=((250, 4, 5000),), draws_as="default"),
         Mix("medium",
             "groups of 1 to 24 processes (rolling families up to 8), 1-4 threads: replays of "
             "tenths of a second, so a sweep measures replays rather than Spark's per-row traffic "
@@ -249,7 +252,9 @@ def _params(mix: Mix, family: str, rng: random.Random, index: int,
         "flaps": rng.randint(2, 4),
         "wipe": rng.random() < 0.3,
         "to_partitions": partitions + rng.randint(1, max(1, partitions)),
-        "max_threads": _skewed_thread_ceiling(mix, processes),
+        # (a large group's own threads are its average: 1..2 x threads - 1 per process)
+        "max_threads": (_skewed_thread_ceiling(mix, processes) if size is None
+                        else 2 * threads - 1),
     }
     # a family's own minimum (rack_loss: 2) lifts the process count once every draw is made:
     # later draws depend on the count (randint's ranges), so lifting it earlier would move the
@@ -268,10 +273,13 @@ def _skewed_thread_ceiling(mix: Mix, processes: int) -> int:
 
 
 def build_cases(mix: Mix, families: Sequence[str], scenarios: int, seed: int) -> list[Case]:
-    """``scenarios`` cases, families in turn, every draw from one seeded generator."""
+    """``scenarios`` cases, families in turn, every draw from one seeded generator (the one
+    of ``mix.draws_as``, if named: the ``large`` mix's cases are the default mix's, then its
+    groups). A family that draws its own group sizes (``perturbation``, Kafka's harness
+    family) gets no large group: it would not be one."""
     if scenarios < len(families):
         raise MixError(f"--scenarios {scenarios} cannot cover {len(families)} families")
-    rng = random.Random(f"streams-assignor mix\x00{mix.name}\x00{seed}")
+    rng = random.Random(f"streams-assignor mix\x00{mix.draws_as or mix.name}\x00{seed}")
     cases: list[Case] = []
     for case_id in range(scenarios):
         family = families[case_id % len(families)]
@@ -279,7 +287,7 @@ def build_cases(mix: Mix, families: Sequence[str], scenarios: int, seed: int) ->
         cases.append(Case(case_id, family, params, rng.randrange(2**31)))
     for size in mix.large_groups:
         for family in families:
-            if family in ROLLING_FAMILIES:
+            if family in ROLLING_FAMILIES or family_params(family).get("random_sizes"):
                 continue
             params = _params(mix, family, rng, 2, size)
             cases.append(Case(len(cases), family, params, rng.randrange(2**31)))
