@@ -45,8 +45,8 @@ from simulator.spark.mix import Job, job_cost
 MAX_CHILD_RSS_MB = 2_048
 #: Jobs estimated at least this costly (:func:`~simulator.spark.mix.job_cost`) replay with the
 #: collector on, as inline: the default mix's costliest job is about 26,000; only the ``large``
-#: mix's groups of 1,000 members (priced with their 10,000 tasks: 18,000 to 742,500, all but
-#: a few round-robin ones past this) get here, whose garbage could pass the bound mid-replay.
+#: mix's groups of 1,000 members (priced with their 10,000 tasks: 18,000 to 810,000, all but
+#: four round-robin ones past this) get here, whose garbage could pass the bound mid-replay.
 COLLECTED_FROM_COST = 30_000
 #: Environment switch for the inline fallback (``1``: no fork).
 INLINE_ENV = "SIMULATOR_INLINE_REPLAYS"
