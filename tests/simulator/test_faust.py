@@ -103,3 +103,30 @@ def test_faust_runs_with_its_orjson_codec() -> None:
     faust_json = importlib.import_module("faust.utils.json")
     assert faust_json.orjson is not None
     assert faust_json.loads(faust_json.dumps({"topic": [1, 2]})) == {"topic": [1, 2]}
+
+
+def test_faust_router_indexes_are_built_when_read_as_faust_builds_them() -> None:
+    """``simulator.faust_peer`` leaves Faust's two router indexes (partition -> worker URL) to
+    be built when read: read, they are what Faust's own class holds for the same
+    distributions, after the first assignment and after the next one."""
+    from faust.assignor.partition_assignor import PartitionAssignor
+
+    from simulator.faust_peer import faust_assignor
+
+    ours = faust_assignor(small_scenario(assignor="faust").build_topology(), "w1", 1)
+    faust = PartitionAssignor(ours.app, replicas=1)
+    for changelogs, externals in (
+        ({"http://w1:6066": {"app-t-changelog": [0, 2]},
+          "http://w2:6066": {"app-t-changelog": [1]}},
+         {"http://w1:6066": {"input": [1]}, "http://w2:6066": {"input": [0, 2]}}),
+        ({"http://w2:6066": {"app-t-changelog": [0, 1, 2]}}, {"http://w1:6066": {"input": [0]}}),
+    ):
+        for assignor in (ours, faust):
+            assignor.changelog_distribution = changelogs
+            assignor.external_topic_distribution = externals
+        built = {"_tps_url", "_built_tps_url", "_external_tps_url", "_built_external_tps_url"}
+        assert not built & set(vars(ours))  # nothing built until read
+        assert ours.changelog_distribution == changelogs
+        assert ours.external_topic_distribution == externals
+        assert ours._tps_url == faust._tps_url and ours._tps_url
+        assert ours._external_tps_url == faust._external_tps_url and ours._external_tps_url
