@@ -87,15 +87,17 @@ class _RouterIndex:
     default mix, 200 jobs: 11.8 s with them, 9.4 s without, medians of three alternated runs),
     where only Faust's web router reads them (``key_store`` and ``external_key_store``, for
     requests the simulated workers never serve). Here the distribution's setter keeps the
-    value and forgets the index, and a
-    read of the index has Faust's own setter build it from the kept value, so whoever asks gets
-    what Faust would have built. Nothing a member sends (its ``metadata()`` writes the
-    distributions themselves) or decides reads the indexes: the rows are the same
-    (``tests/simulator/test_faust.py``). The bench (``tests/bench``) runs Faust's class as it
-    ships."""
+    value and forgets the index, and a read of the index has Faust's own setter build it from
+    the kept value, so whoever asks gets what Faust would have built. Nothing a member sends
+    (its ``metadata()`` writes the distributions themselves) or decides reads the indexes: the
+    rows are the same (``tests/simulator/test_faust.py``). The bench (``tests/bench``) runs
+    Faust's class as it ships."""
 
     def __init__(self, faust_distribution: property) -> None:
-        self._faust = faust_distribution
+        read, store = faust_distribution.fget, faust_distribution.fset
+        if read is None or store is None:
+            raise TypeError("Faust's distribution property has no getter or setter")
+        self._read, self._store = read, store
         self._slot = ""
 
     def __set_name__(self, owner: type, name: str) -> None:
@@ -107,8 +109,7 @@ class _RouterIndex:
         built = instance.__dict__.get(self._slot)
         if built is None:
             # Faust's setter stores the distribution and the index (through ``__set__``)
-            assert self._faust.fget is not None and self._faust.fset is not None
-            self._faust.fset(instance, self._faust.fget(instance))
+            self._store(instance, self._read(instance))
             built = instance.__dict__[self._slot]
         return built
 
@@ -123,7 +124,7 @@ class _RouterIndex:
             # (the slot read now: this runs in the class body, before ``__set_name__``)
             instance.__dict__.pop(self._slot, None)
 
-        return property(self._faust.fget, keep)
+        return property(self._read, keep)
 
 
 def faust_assignor(topology: Topology, worker: str, replicas: int) -> Any:
