@@ -5,7 +5,7 @@ journal events, per-member state) to trigger several *full* collections, and eac
 collection walks the whole process heap: aiokafka, pydantic, the topology, everything imported,
 most of which a replay never touches. On a 200 x 2 cold start that was about a third of the wall
 time (``gc.callbacks`` timing: 0.10-0.12 s of 0.33 s), charged to whichever shim call happened to
-allocate. ``assignor.adapter.streams_assignor.collector_paused`` does the same for one
+allocate. ``assignor.adapter.collector.collector_paused`` does the same for one
 ``assign()``; here the older heap is frozen (``gc.freeze``, constant time) for the replay, so
 collections still run, on the replay's own objects only.
 

@@ -16,11 +16,9 @@ consumer's ``partition_assignment_strategy`` (aiokafka #1168). What happens when
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 import time
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -37,6 +35,7 @@ from assignor.adapter.answer_bytes import (
     error_assignments,
 )
 from assignor.adapter.assign_time_offsets import install_assign_time_refresh
+from assignor.adapter.collector import collector_paused
 from assignor.adapter.rejoin import FollowupScheduler, request_rejoin
 from assignor.leader.cache import LeaderCache
 from assignor.leader.explain import summarize
@@ -97,25 +96,6 @@ class _KeptAnswer(NamedTuple):
     context: tuple[object, ...]
     info: AssignmentInfo
     decision: MemberDecision
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """Hold Python's cyclic garbage collector off while the leader decides.
-
-    ``assign()`` runs synchronously on aiokafka's event loop and allocates a few objects per task
-    and member; the collector's automatic passes then scan the whole application's heap, not just
-    the leader's objects (a third of ``assign()`` at 10,000 consumers in ``make bench``). The
-    pause lasts one bounded call, reference counting still frees almost everything, and the
-    collector's previous state is restored, also when the call raises.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 class StreamsPartitionAssignor:
