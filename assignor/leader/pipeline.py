@@ -109,7 +109,7 @@ def _assign_decoded(
         log.warning("%s; telling every member", detail)
         return error_for_all(decoded, codec, AssignorError.SHUTDOWN_REQUESTED, detail)
 
-    sizing = size_internal_topics(topology, group.partition_counts)
+    sizing = cache.sizing(topology, group.partition_counts, size_internal_topics)
     if not isinstance(sizing, InternalTopics):
         return sizing_failed(decoded, codec, sizing)
     unready = unready_repartition_topics(sizing, group.partition_counts)

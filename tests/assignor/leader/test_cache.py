@@ -4,6 +4,7 @@ different answer from computing afresh."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 
 import pytest
 
@@ -12,7 +13,12 @@ from assignor.leader.cache import LeaderCache, planned_tasks
 from assignor.leader.encode import partitions_of
 from assignor.leader.model import MemberResult
 from assignor.leader.pipeline import assign_group, changelog_end_sums
-from assignor.topology.internal_topics import InternalTopics, size_internal_topics
+from assignor.topology.internal_topics import (
+    InternalTopics,
+    SizingOutcome,
+    size_internal_topics,
+)
+from assignor.topology.model import Topology
 from protocol.ids import HostInfo
 from tests.assignor.leader.pipeline_support import (
     SHOP_COUNTS,
@@ -41,6 +47,28 @@ def test_the_plan_is_reused_until_the_topology_or_a_count_changes() -> None:
     resized = cache.plan(topology, more)
     assert resized is not first and resized == planned_tasks(topology, more)
     assert cache.plan(shop(), more) is not resized  # another topology object: planned again
+
+
+def test_the_sizing_is_reused_until_the_topology_or_a_count_changes() -> None:
+    cache, topology = LeaderCache(), shop()
+    computed: list[dict[str, int]] = []
+
+    def sizing(topology: Topology, counts: Mapping[str, int]) -> SizingOutcome:
+        computed.append(dict(counts))
+        return size_internal_topics(topology, counts)
+
+    first = cache.sizing(topology, SHOP_COUNTS, sizing)
+    assert first == size_internal_topics(topology, SHOP_COUNTS)
+    assert cache.sizing(topology, dict(SHOP_COUNTS), sizing) is first  # equal counts: reused
+    more = {**SHOP_COUNTS, "orders": 5, "shop-by-user-repartition": 5}
+    assert cache.sizing(topology, more, sizing) == size_internal_topics(topology, more)
+    assert cache.sizing(shop(), more, sizing) == size_internal_topics(topology, more)
+    assert len(computed) == 3  # another topology object: sized again
+    # a failure is never kept: the pipeline reports it at every rebalance it happens
+    missing = {t: n for t, n in SHOP_COUNTS.items() if t != "orders"}
+    failed = cache.sizing(topology, missing, sizing)
+    assert not isinstance(failed, InternalTopics)
+    assert cache.sizing(topology, missing, sizing) == failed and len(computed) == 5
 
 
 def test_end_sums_are_reused_for_the_same_offsets_object_only(
