@@ -46,7 +46,9 @@ class LazyQueue:
         self._sorted = False
         self._present = set(keys)
         self._cursor = 0  # a position in the sorted keys: every key before it is gone
-        self._log: list[tuple[bool, int]] = []
+        # (polled, keys) per step, in order; a step's keys as a tuple of its own (a record per
+        # key cost more than the step in a pass that never replays)
+        self._log: list[tuple[bool, tuple[int, ...]]] = []
         self._java_order = java_order
 
     def _ordered(self) -> Sequence[int]:
@@ -66,18 +68,19 @@ class LazyQueue:
         return self._present
 
     @property
-    def log(self) -> list[tuple[bool, int]]:
-        """Every poll and removal so far, (polled, key), for the replay."""
+    def log(self) -> list[tuple[bool, tuple[int, ...]]]:
+        """Every poll and removal so far, for the replay: (polled, keys) per step, the keys in
+        the order they left; a caller that discards keys itself appends its own step."""
         return self._log
 
     def remove(self, key: int) -> None:
         self._present.discard(key)
-        self._log.append((False, key))
+        self._log.append((False, (key,)))
 
     def remove_many(self, keys: list[int]) -> None:
         """``remove`` of each of ``keys`` (distinct, all present), in order."""
         self._present.difference_update(keys)
-        self._log.extend(zip(repeat(False), keys))
+        self._log.append((False, tuple(keys)))
 
     def poll(self) -> int | None:
         taken = self.poll_many(1)
@@ -93,7 +96,7 @@ class LazyQueue:
         # the cursor stops past the last one taken, or at the end when the queue ran out
         self._cursor = bisect_left(keys, taken[-1]) + 1 if len(taken) == k else len(keys)
         present.difference_update(taken)
-        self._log.extend(zip(repeat(True), taken))
+        self._log.append((True, tuple(taken)))
         return taken
 
     def heap_order(self) -> list[int]:
@@ -111,11 +114,12 @@ class LazyQueue:
             return list(keys)  # a sorted array is a heap already: nothing to replay
         heap = JavaPriorityQueue(range(len(keys)), order, indexed=True)
         position = dict(zip(keys, range(len(keys)), strict=True))
-        for polled, key in self._log:
-            if polled:
-                heap.poll()
-            else:
-                heap.remove(position[key])
+        for polled, step in self._log:
+            for key in step:
+                if polled:
+                    heap.poll()
+                else:
+                    heap.remove(position[key])
         return [keys[i] for i in heap]
 
 

@@ -149,7 +149,7 @@ def _assign_pass(
                 load[consumer] += 1
             else:
                 skipped[r] = consumer
-        queue.log.extend(zip(repeat(False), taken))
+        queue.log.append((False, tuple(taken)))
     elif is_stateful and prev:
         present = queue.present
         for consumer, tasks in prev:
@@ -185,18 +185,29 @@ def _assign_pass(
         else []
     )
     if short:
-        most = max(need for _, need in short)
-        if most == 1:
-            turns = [i for i, _ in short]
-        else:
-            turns = [i for k in range(most) for i, need in short if need > k]
-        polled = queue.poll_many(len(turns))
-        if len(polled) < len(turns):
+        needs = [need for _, need in short]
+        most = max(needs)
+        polled = queue.poll_many(sum(needs))
+        if len(polled) < sum(needs):
             raise TaskAssignmentError(
                 "Ran out of unassigned stateful tasks but some members were not at capacity"
             )
-        for consumer, r in zip(turns, polled, strict=True):
-            assignment.setdefault(consumer, []).append(r)
+        if most == min(needs):
+            # Every short thread needs as many: each round serves them all in order, so the
+            # j-th of them takes every len(short)-th task polled from the j-th on (sliced in
+            # C rather than one turn at a time: a thread short of 50 is 50 turns).
+            width = len(short)
+            for j, (consumer, _) in enumerate(short):
+                got = polled[j::width]
+                held = assignment.get(consumer)
+                if held is None:
+                    assignment[consumer] = got
+                else:
+                    held.extend(got)
+        else:
+            turns = [i for k in range(most) for i, need in short if need > k]
+            for consumer, r in zip(turns, polled, strict=True):
+                assignment.setdefault(consumer, []).append(r)
         for consumer, _ in short:
             load[consumer] = floor
 
