@@ -135,7 +135,9 @@ def _assign_decoded(
     try:
         assignment = run_task_assignor(assignor_name, clients, layout, config, cache.targets)
         stateful = layout.stateful
-        threads = cache.threads.split(assignment.clients, stateful)
+        threads = cache.threads.split(
+            assignment.clients, stateful, every_task_stateful=len(stateful) == len(layout.tasks)
+        )
     except Exception as exc:  # an assignor bug must not take the group down
         detail = f"task assignment failed: {type(exc).__name__}: {exc}"
         log.exception("%s", detail)

@@ -44,9 +44,14 @@ class ThreadCache:
         self._kept: dict[ProcessId, tuple[_Key, ThreadAssignment]] = {}
 
     def split(
-        self, clients: Mapping[ProcessId, AssignedClient], stateful: frozenset[TaskId]
+        self,
+        clients: Mapping[ProcessId, AssignedClient],
+        stateful: frozenset[TaskId],
+        *,
+        every_task_stateful: bool = False,
     ) -> dict[ProcessId, ThreadAssignment]:
-        """``distribute_client_tasks(client, stateful)`` for every client."""
+        """``distribute_client_tasks(client, stateful, every_task_stateful=...)`` for every
+        client."""
         kept = self._kept if stateful is self._stateful else {}
         fresh: dict[ProcessId, tuple[_Key, ThreadAssignment]] = {}
         result: dict[ProcessId, ThreadAssignment] = {}
@@ -73,7 +78,9 @@ class ThreadCache:
                 fresh[pid] = (key, split)
                 return _copy(split)
 
-            result[pid] = distribute_client_tasks(client, stateful, distribute)
+            result[pid] = distribute_client_tasks(
+                client, stateful, distribute, every_task_stateful=every_task_stateful
+            )
         self._stateful, self._kept = stateful, fresh
         return result
 

@@ -37,7 +37,8 @@ from protocol.messages import LATEST_OFFSET, UNKNOWN_OFFSET_SUM
 
 _KEPT_SORT_KEY = attrgetter("_sort_key")  # Kafka's TaskId.compareTo, from the task's slot
 _KEPT_RANK = attrgetter("_rank")  # the same order as one int, kept by unnamed tasks only
-_SENTINELS = frozenset({LATEST_OFFSET, UNKNOWN_OFFSET_SUM})  # offset sums that are their lag
+_SENTINELS = frozenset({LATEST_OFFSET, UNKNOWN_OFFSET_SUM})
+_NO_TASKS: frozenset[TaskId] = frozenset()  # offset sums that are their lag
 
 
 def _task_sorted(tasks: Iterable[TaskId]) -> list[TaskId]:
@@ -431,6 +432,8 @@ def distribute_client_tasks(
     client: AssignedClient,
     stateful: frozenset[TaskId] | None = None,
     distribute: Distribute = distribute_tasks,
+    *,
+    every_task_stateful: bool = False,
 ) -> ThreadAssignment:
     """:func:`distribute_tasks` (or ``distribute``, called as it is) for an assigned
     ``ClientState``.
@@ -438,7 +441,9 @@ def distribute_client_tasks(
     ``stateful``: the topology's stateful tasks as one set, when the caller has it (the
     leader's task layout, whose tasks are the keys of every client's ``task_lags``). A client
     with one thread then splits its actives with two set operations in C instead of a lag
-    lookup per task (at 6,000 tasks, 0.3 ms instead of 4).
+    lookup per task (at 6,000 tasks, 0.3 ms instead of 4). ``every_task_stateful``: with
+    ``stateful``, the caller knows it holds every task of the layout (the usual topology), so
+    the actives are all stateful and need no split at all.
     """
     consumers = client.consumers
     # (all the same name, checked without a set of 1,000 names)
@@ -448,8 +453,8 @@ def distribute_client_tasks(
         (only,) = set(consumers)
         assigned = getattr(client, "active", None) if stateful is not None else None
         if type(assigned) is frozenset and stateful is not None:
-            stateful_active = assigned & stateful
-            stateless_active = assigned - stateful_active
+            stateful_active = assigned if every_task_stateful else assigned & stateful
+            stateless_active = _NO_TASKS if every_task_stateful else assigned - stateful_active
         else:
             stateful_active = frozenset(client.stateful_active)
             stateless_active = frozenset(client.stateless_active)
@@ -475,6 +480,8 @@ def distribute_client_tasks(
         prev_by_lag[c] = client.prev_tasks_by_lag(c) if by_lag is None else by_lag
     assigned = getattr(client, "active", None) if stateful is not None else None
     if type(assigned) is frozenset and stateful is not None:  # two set operations in C
+        if every_task_stateful:
+            return distribute(consumers, assigned, client.standby, _NO_TASKS, prev_by_lag)
         return distribute(
             consumers, assigned & stateful, client.standby, assigned - stateful, prev_by_lag
         )

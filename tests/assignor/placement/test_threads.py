@@ -211,6 +211,32 @@ def test_single_thread_split_by_the_layouts_stateful_set_gives_the_same_answer()
     assert split.standby["only"] == [TaskId(0, 2), TaskId(1, 0)]
 
 
+@pytest.mark.parametrize("threads", [1, 3])
+def test_a_layout_of_stateful_tasks_only_splits_as_without_the_hint(threads: int) -> None:
+    # The leader says when its layout's stateful set is every task: the actives then need no
+    # split into stateful and stateless, and the answer is the one the split gives.
+    from assignor.placement.client_state import ClientState
+    from assignor.placement.lags import TaskLags
+    from assignor.placement.threads import distribute_client_tasks
+    from protocol import ProcessId
+
+    every = frozenset(TaskId(s, p) for s in (0, 1) for p in range(6))
+    consumers = tuple(f"c{i}" for i in range(threads))
+    reported = {TaskId(0, 1): -2, TaskId(1, 4): 7, TaskId(0, 5): 2}
+    client = ClientState(
+        ProcessId.for_int(1),
+        threads,
+        consumers=consumers,
+        task_lags=TaskLags(reported, dict.fromkeys(every, 9)),
+        previous_tasks_by_consumer={consumers[-1]: frozenset(reported)},
+        active=frozenset(sorted(every)[:7]),
+        standby=frozenset(sorted(every)[7:10]),
+    )
+    hinted = distribute_client_tasks(client, every, every_task_stateful=True)
+    assert hinted == distribute_client_tasks(client, every) == distribute_client_tasks(client)
+    assert sorted(t for ts in hinted.active.values() for t in ts) == sorted(every)[:7]
+
+
 def test_tasks_without_a_kept_rank_are_ordered_the_same() -> None:
     # An unpickled task (the Spark sweep ships them) keeps its keys again; one without its
     # rank is sorted by the kept tuple, in Kafka's order all the same.
