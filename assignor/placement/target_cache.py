@@ -33,7 +33,8 @@ from operator import attrgetter
 from typing import Any
 
 from assignor.placement import standby as _standby_module
-from assignor.placement.workspace import Numbering, Workspace
+from assignor.placement.numbering import Numbering
+from assignor.placement.workspace import Workspace
 
 _SORT_KEY = attrgetter("sort_key")
 _LOG = _standby_module.log

@@ -37,8 +37,8 @@ from protocol.messages import LATEST_OFFSET, UNKNOWN_OFFSET_SUM
 
 _KEPT_SORT_KEY = attrgetter("_sort_key")  # Kafka's TaskId.compareTo, from the task's slot
 _KEPT_RANK = attrgetter("_rank")  # the same order as one int, kept by unnamed tasks only
-_SENTINELS = frozenset({LATEST_OFFSET, UNKNOWN_OFFSET_SUM})
-_NO_TASKS: frozenset[TaskId] = frozenset()  # offset sums that are their lag
+_SENTINELS = frozenset({LATEST_OFFSET, UNKNOWN_OFFSET_SUM})  # offset sums that are their lag
+_NO_TASKS: frozenset[TaskId] = frozenset()
 
 
 def _task_sorted(tasks: Iterable[TaskId]) -> list[TaskId]:
@@ -193,10 +193,9 @@ def _assign_pass(
             raise TaskAssignmentError(
                 "Ran out of unassigned stateful tasks but some members were not at capacity"
             )
-        if most == min(needs):
-            # Every short thread needs as many: each round serves them all in order, so the
-            # j-th of them takes every len(short)-th task polled from the j-th on (sliced in
-            # C rather than one turn at a time: a thread short of 50 is 50 turns).
+        if most == min(needs):  # each round serves every short thread, in order: the j-th
+            # takes every len(short)-th task polled from the j-th on (sliced in C, where one
+            # turn at a time made a thread short of 50 tasks 50 turns)
             width = len(short)
             for j, (consumer, _) in enumerate(short):
                 got = polled[j::width]

@@ -5,24 +5,23 @@ their inner loops. Python cannot afford that at 1,000 clients, so an assignor fi
 clients in ``ProcessId`` order and tasks in ``TaskId`` order (the orders Kafka's ``TreeMap`` and
 ``TreeSet`` use, so comparing the numbers is comparing the ids), does all its work on plain
 lists and sets of ints, and turns the result back into immutable :class:`ClientState` values.
-Only a :class:`Numbering` outlives one ``assign`` call."""
+Only a :class:`~assignor.placement.numbering.Numbering` outlives one ``assign`` call."""
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from itertools import repeat
-from operator import attrgetter, eq, is_
+from operator import eq, is_
 from types import MappingProxyType
 from typing import cast
 
 from assignor.placement.client_state import ClientState
 from assignor.placement.lags import LONG_MAX, TaskLags
+from assignor.placement.numbering import EndDefaults, Numbering, number_tasks, task_ranks
 from protocol.ids import ProcessId, TaskId
 from protocol.messages import LATEST_OFFSET, UNKNOWN_OFFSET_SUM
 
-_SORT_KEY = attrgetter("sort_key")  # Kafka's TaskId.compareTo
-_RANK = attrgetter("_rank")  # the same order as one int, kept by unnamed tasks
 _NO_REPORTS: Mapping[int, int] = MappingProxyType({})
 
 
@@ -103,7 +102,7 @@ class Workspace:
         numbered = (
             numbering.number(all_tasks, stateful_tasks)
             if numbering is not None
-            else _number_tasks(all_tasks, stateful_tasks)
+            else number_tasks(all_tasks, stateful_tasks)
         )
         self.tasks, self._rank_index, self.stateful = numbered
         self._numbering, self._numbered = numbering, numbered
@@ -126,7 +125,7 @@ class Workspace:
         """Each of ``tasks``' number, -1 for one that is not a task of this workspace."""
         rank_index = self._rank_index
         if rank_index is not None:
-            ranks = _ranks(tasks)
+            ranks = task_ranks(tasks)
             if ranks is not None:  # an unnamed task of the same rank is the same task
                 return list(map(rank_index.get, ranks, repeat(-1)))
         return list(map(self.task_index.get, tasks, repeat(-1)))
@@ -372,123 +371,6 @@ class Workspace:
         }
 
 
-Numbered = tuple[list[TaskId], dict[int, int] | None, list[int]]
-#: what the end sums give every rebalance alike (:meth:`Workspace._end_defaults`): read only
-EndDefaults = tuple[dict[int, int], dict[int, Mapping[int, int]], int | None]
-
-
-class Numbering:
-    """The last numbering of one leader's tasks, handed to each rebalance's workspace.
-
-    Why: the numbering (the rank sort, the index by rank, the stateful numbers) depends on the
-    tasks alone, which a leader's rebalances share while the topology and partition counts
-    stay (its task plan is cached: ``assignor.leader.cache``), and computing it was a third of
-    a small group's workspace (1,000 tasks over 9 clients). Kept as the very objects it was
-    computed from: a hit needs the same ``frozenset`` of stateful tasks (immutable) and the
-    same task objects in the same order (an identity test per task, in C), so the numbering is
-    the one computed from equal inputs. The kept lists are shared by the workspaces, which
-    never change them. One entry; a miss replaces it. The same goes for what the changelog
-    end sums give every workspace (:meth:`end_defaults`), kept by the identity of the end-sums
-    mapping: a holder must replace that mapping, never change it in place (the leader's
-    ``LeaderCache`` keeps it so).
-    """
-
-    __slots__ = ("_all", "_ends", "_numbered", "_stateful")
-
-    def __init__(self) -> None:
-        self._all: tuple[TaskId, ...] = ()
-        self._stateful: object = None
-        self._numbered: Numbered | None = None
-        self._ends: tuple[Mapping[TaskId, int], Numbered, EndDefaults] | None = None
-
-    def end_defaults(
-        self, end_sums: Mapping[TaskId, int], numbered: Numbered
-    ) -> EndDefaults | None:
-        """The kept :meth:`Workspace._end_defaults` of these very end sums and numbering.
-
-        Why: they depend on the changelog end sums alone, which a leader keeps as one mapping
-        object while the end offsets stay (``assignor.leader.cache``, never changed in place),
-        and building them was a quarter of a small group's lags (1,000 tasks over 9 clients).
-        The kept values are read only: each workspace copies the map it fills.
-        """
-        kept = self._ends
-        if kept is not None and kept[0] is end_sums and kept[1] is numbered:
-            return kept[2]
-        return None
-
-    def keep_end_defaults(
-        self, end_sums: Mapping[TaskId, int], numbered: Numbered, defaults: EndDefaults
-    ) -> None:
-        self._ends = (end_sums, numbered, defaults)
-
-    def number(
-        self, all_tasks: Collection[TaskId], stateful_tasks: Collection[TaskId]
-    ) -> Numbered:
-        """``_number_tasks(all_tasks, stateful_tasks)``, the kept one when the inputs are it."""
-        kept = self._numbered
-        if (
-            kept is not None
-            and stateful_tasks is self._stateful
-            and len(all_tasks) == len(self._all)
-            and all(map(is_, all_tasks, self._all))
-        ):
-            return kept
-        numbered = _number_tasks(all_tasks, stateful_tasks)
-        if type(stateful_tasks) is frozenset:
-            self._all, self._stateful, self._numbered = tuple(all_tasks), stateful_tasks, numbered
-        return numbered
-
-
-def _number_tasks(all_tasks: Collection[TaskId], stateful_tasks: Collection[TaskId]) -> Numbered:
-    """The tasks in Kafka's order, each unnamed task's number by its rank (``None`` for named
-    tasks), and the stateful tasks' numbers (see :class:`Workspace`)."""
-    # Unnamed tasks (the usual topology) each keep one int in Kafka's task order
-    # (``TaskId._rank``), read in C; sets, the sort and every look-up below then hash ints
-    # instead of calling ``TaskId.__hash__`` (a Python method) once per task and per report.
-    rank_index: dict[int, int] | None = None
-    tasks: list[TaskId]
-    stateful: list[int]
-    all_ranks = _ranks(all_tasks)
-    stateful_ranks = _ranks(stateful_tasks) if all_ranks is not None else None
-    if all_ranks is not None and stateful_ranks is not None:
-        rank_set = set(all_ranks)
-        stateful_rank_set = set(stateful_ranks)
-        if len(rank_set) == len(all_ranks) and stateful_rank_set <= rank_set:
-            tasks = sorted(all_tasks, key=_RANK)
-            ranks = sorted(all_ranks)
-            rank_index = dict(zip(ranks, range(len(ranks)), strict=True))
-            stateful = (
-                list(range(len(ranks)))
-                if len(stateful_rank_set) == len(rank_set)
-                else [i for i, r in enumerate(ranks) if r in stateful_rank_set]
-            )
-    if rank_index is None:  # named tasks, repeats or a stateful task unknown
-        stateful_set = set(stateful_tasks)
-        all_set = set(all_tasks)
-        unknown = stateful_set.difference(all_set)  # set against set: stored hashes serve
-        if unknown:
-            raise ValueError(f"stateful tasks {sorted(unknown)} are not among all tasks")
-        # Sorting the caller's sequence when it has no repeats: the leader's is already in
-        # task order, which timsort checks in n comparisons; a set's hash order costs
-        # n log n comparisons of key tuples (2 ms at 6,000 tasks).
-        given = all_tasks if len(all_set) == len(all_tasks) else all_set
-        tasks = sorted(given, key=_SORT_KEY)
-        stateful = (
-            list(range(len(tasks)))  # every task stateful, the usual case: no lookups
-            if len(stateful_set) == len(all_set)
-            else [i for i, t in enumerate(tasks) if t in stateful_set]
-        )
-    return tasks, rank_index, stateful
-
-
-def _ranks(tasks: Collection[TaskId]) -> list[int] | None:
-    """Every task's ``_rank``, if each has one (``None`` if any is named or lacks it)."""
-    try:
-        return list(map(_RANK, tasks))
-    except AttributeError:
-        return None
-
-
 def _stateful_ends(
     end_sums: Mapping[TaskId, int],
     stateful: list[TaskId],
@@ -501,8 +383,8 @@ def _stateful_ends(
     if len(end_sums) == len(stateful) and all(map(is_, end_sums, stateful)):
         return list(end_sums.values())
     if rank_index is not None:
-        end_ranks = _ranks(end_sums)
-        stateful_ranks = _ranks(stateful)
+        end_ranks = task_ranks(end_sums)
+        stateful_ranks = task_ranks(stateful)
         if end_ranks is not None and stateful_ranks is not None:
             by_rank = dict(zip(end_ranks, end_sums.values(), strict=True))
             return list(map(by_rank.get, stateful_ranks))

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+import assignor.placement.numbering as numbering
 import assignor.placement.workspace as workspace
 from assignor.config import AssignorConfig
 from assignor.placement.caught_up import CaughtUp
@@ -121,7 +122,8 @@ def test_recorded_lags_and_ranks_place_as_the_per_task_path(
         inputs = _inputs(seed, kind)
         ours = _place(inputs, recorded=True)
         with monkeypatch.context() as patched:
-            patched.setattr(workspace, "_ranks", lambda tasks: None)  # number tasks by value
+            for module in (workspace, numbering):  # number tasks by value
+                patched.setattr(module, "task_ranks", lambda tasks: None)
             kafka = _place(inputs, recorded=False)
         assert ours == kafka, f"seed {seed} ({kind}) differs"
         moved += ours["probing"]
