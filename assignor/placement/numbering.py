@@ -9,7 +9,7 @@ stay, so a :class:`Numbering` keeps the last of each for the workspaces it is ha
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from operator import attrgetter, is_
 
 from protocol.ids import TaskId
@@ -47,9 +47,13 @@ class Numbering:
         self._ends: tuple[Mapping[TaskId, int], Numbered, EndDefaults] | None = None
 
     def end_defaults(
-        self, end_sums: Mapping[TaskId, int], numbered: Numbered
-    ) -> EndDefaults | None:
-        """The kept :meth:`Workspace._end_defaults` of these very end sums and numbering.
+        self,
+        end_sums: Mapping[TaskId, int],
+        numbered: Numbered,
+        compute: Callable[[Mapping[TaskId, int]], EndDefaults],
+    ) -> EndDefaults:
+        """``compute(end_sums)`` (:meth:`Workspace._end_defaults`), the kept one for these very
+        end sums and numbering.
 
         Why: they depend on the changelog end sums alone, which a leader keeps as one mapping
         object while the end offsets stay (``assignor.leader.cache``, never changed in place),
@@ -59,12 +63,9 @@ class Numbering:
         kept = self._ends
         if kept is not None and kept[0] is end_sums and kept[1] is numbered:
             return kept[2]
-        return None
-
-    def keep_end_defaults(
-        self, end_sums: Mapping[TaskId, int], numbered: Numbered, defaults: EndDefaults
-    ) -> None:
+        defaults = compute(end_sums)
         self._ends = (end_sums, numbered, defaults)
+        return defaults
 
     def number(
         self, all_tasks: Collection[TaskId], stateful_tasks: Collection[TaskId]

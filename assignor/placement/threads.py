@@ -187,9 +187,9 @@ def _assign_pass(
     )
     if short:
         needs = [need for _, need in short]
-        most = max(needs)
-        polled = queue.poll_many(sum(needs))
-        if len(polled) < sum(needs):
+        most, wanted = max(needs), sum(needs)
+        polled = queue.poll_many(wanted)
+        if len(polled) < wanted:
             raise TaskAssignmentError(
                 "Ran out of unassigned stateful tasks but some members were not at capacity"
             )

@@ -140,16 +140,11 @@ class Workspace:
         shared_end = _shared_end_sums(views)
         if shared_end is not None:
             # Sparse path: only clients that reported a task can differ from the end sum.
-            kept = (
-                self._numbering.end_defaults(shared_end, self._numbered)
+            defaults, unreported, lowest_end = (
+                self._numbering.end_defaults(shared_end, self._numbered, self._end_defaults)
                 if self._numbering is not None
-                else None
+                else self._end_defaults(shared_end)
             )
-            if kept is None:
-                kept = self._end_defaults(shared_end)
-                if self._numbering is not None:
-                    self._numbering.keep_end_defaults(shared_end, self._numbered, kept)
-            defaults, unreported, lowest_end = kept
             # tasks nobody reported share one read-only empty map: at 6,000 tasks, 6,000 dicts
             # fewer for the allocator and the cyclic collector
             specials: dict[int, Mapping[int, int]] = unreported.copy()
