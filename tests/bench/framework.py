@@ -6,7 +6,7 @@
 - ``interleave``: calls the sides A, B, A, B ... so the machine's noise hits every side alike;
   at least ``runs`` rounds unless a round costs more than the budget allows (then fewer, and
   the figure says how many); ``rounds_within`` says how many rounds of a known cost a share of
-  a budget holds.
+  a budget holds, and ``fill_cheapest_first`` spends what is left on further rounds.
 - ``Figure``: median, min and max of the runs; ``ratio`` is the median of the paired ratios
   (run i of A over run i of B), which holds better on a noisy machine than a ratio of medians.
 - ``Target``: goal and must bounds on a ratio; ``verdict`` says "meets", "misses goal" or
@@ -124,21 +124,22 @@ def rounds_within(share_s: float, round_s: float, most: int) -> int:
     return max(0, min(most, int(share_s / round_s + 0.5)))
 
 
-def pass_two_rounds(
-    round_s: Sequence[float], left_s: float, most: int, *, cheap_share: float
-) -> tuple[int, float]:
-    """The next point's further rounds and their time budget, ``round_s`` being one round's cost
-    of that point and of every point after it: the time left shared in proportion to what each
-    point's ``most`` rounds cost. A point whose rounds need at most ``cheap_share`` of the time
-    left takes all of them, with room for rounds three times slower than its first (a report
-    left points of 0.3 s a round at 2 runs when the proportional share fell short)."""
-    needs = [r * most for r in round_s]
-    if not needs:
-        return 0, 0.0
-    share = left_s * needs[0] / max(sum(needs), 1e-9)
-    if needs[0] <= cheap_share * left_s:
-        return most, max(share, 3 * needs[0])
-    return rounds_within(share, round_s[0], most), share
+def fill_cheapest_first(
+    round_s: list[float], missing: Sequence[int], run_round: Callable[[int], float],
+    left_s: Callable[[], float],
+) -> None:
+    """Further rounds of several points within the time left, the cheapest point first, each
+    taking all of its ``missing[i]`` rounds while one more fits (``rounds_within``, rated on
+    ``round_s[i]``, which each round's own cost replaces: ``run_round(i)`` runs one round of
+    point ``i`` and returns its seconds). When the time cannot hold every round, this leaves
+    the fewest points short: a share in proportion to each point's cost left every point short
+    on a slow day (a report's 17 of 25 peer points at one or two runs, the cheapest among
+    them at one round of 1.1 s)."""
+    for i in sorted(range(len(round_s)), key=round_s.__getitem__):
+        for _ in range(missing[i]):
+            if rounds_within(left_s(), round_s[i], 1) == 0:
+                break
+            round_s[i] = run_round(i)
 
 
 class Budget:

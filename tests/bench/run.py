@@ -52,9 +52,9 @@ from tests.bench.framework import (  # noqa: E402
     Target,
     Worker,
     WorkerFailed,
+    fill_cheapest_first,
     interleave,
     number_text,
-    pass_two_rounds,
     ratio,
     short_figures,
 )
@@ -83,8 +83,8 @@ QUICK_GROWTH_MEMBERS = (10, 100, 1_000)  # over 1,000 partitions
 # figure says n=): the full report fits in 30 minutes, the quick one in a few.
 BIG_GROWTH_POINTS = ((100_000, 1_000), (10_000, 10_000))  # the issue's growth targets
 BIG_POINT_CAP_S = 120.0  # each, in the growth budget: past it the point says 'did not finish'
-#: a peer point whose other runs need at most this share of the time left takes them all
-CHEAP_POINT_SHARE = 0.02
+JAVA_WARMUPS = 3  # untimed Java calls per round before its timed ones, at most
+JAVA_WARM_CALL_S = 1.0  # ... ending after one this long
 OLDER_TIMEOUT_S = 180.0  # each older bench: about 10-40 s on a quiet machine
 #: bench_sweep: two warm Spark sessions, 5 runs of 120 replays a side: about 3 minutes
 SWEEP_TIMEOUT_S = 480.0
@@ -177,8 +177,9 @@ def peer_grid(
             "send the second JoinGroup bytes they sent then instead of reading them again "
             "(`tests/bench/drivers.py`: the leader's inputs and answers are the same bytes; the "
             "note below counts such runs). Each "
-            "point's first run comes in a first pass over the grid; its other runs share the "
-            "time left by what one run of each point cost. "
+            "point's first run comes in a first pass over the grid; then, cheapest point first, "
+            "each takes its other runs while they fit in the time left (on a slow machine the "
+            "costliest points are the ones left short, each marked `n=`). "
             f"Targets: {VS_FAUST.text()}; {VS_STICKY.text()}.",
         )
     )
@@ -238,29 +239,27 @@ def peer_grid(
             if config["threads"] == 1 and one_run_s < 5
         }
         points.append(_PeerPoint(config, key, calls, results, round_s, traced))
-    # Pass 2: the other runs - 1 rounds of each point, in the same order (but pass 1's last point
-    # first: the workers still hold its record), the time left shared
-    # out in proportion to what each point's rounds cost (an equal share left the groups of
-    # 1,000 members at 2 x 1,000 consumers one run while cheap points finished early); a cheap
-    # point takes all its runs (``pass_two_rounds``). A point's rounds are taken one at a time
-    # and its cost is then re-rated on the last one: a point's first round here records the
+    # Pass 2: the other runs - 1 rounds of each point, cheapest first, each point taking all of
+    # them while they fit in the time left (``fill_cheapest_first``): on a slow machine the most
+    # points reach ``runs``, and those left short are the costliest (1,000 members; 10,000
+    # partitions), whose ratios are the furthest from their musts. A point's rounds are taken
+    # one at a time and its cost re-rated on the last: its first round here records the
     # members' bytes anew (a worker keeps one point's record), and later rounds reuse them
-    # (``drivers.story_rounds``), so at the 1,000-member points they cost about half of it, and
-    # rated on it the shares would fall short.
-    order = points[-1:] + points[:-1]
-    for i, point in enumerate(order):
-        for _ in range(runs - 1):  # bounded: one round per pass at most
-            left = max(deadline - time.perf_counter(), 0.0)
-            more, share = pass_two_rounds(
-                [p.round_s for p in order[i:]], left, runs - len(point.results["ours"]),
-                cheap_share=CHEAP_POINT_SHARE,
-            )
-            if not more:
-                break
-            started = time.perf_counter()
-            for name, got in interleave(point.calls, 1, share).items():
-                point.results[name].extend(got)  # the aiokafka runs' lists are shared
-            point.round_s = time.perf_counter() - started
+    # (``drivers.story_rounds``), at the 1,000-member points for about half the cost.
+
+    def one_more_round(i: int) -> float:
+        started = time.perf_counter()
+        for name, got in interleave(points[i].calls, 1, 0.0).items():
+            points[i].results[name].extend(got)  # the aiokafka runs' lists are shared
+        return time.perf_counter() - started
+
+    round_costs = [p.round_s for p in points]
+    fill_cheapest_first(
+        round_costs, [runs - len(p.results["ours"]) for p in points], one_more_round,
+        lambda: deadline - time.perf_counter(),
+    )
+    for point, cost in zip(points, round_costs, strict=True):
+        point.round_s = cost
     peer_runs = [(r.get("members_read", 0), _members(p.config)) for p in points
                  for side in ("faust", "sticky", "roundrobin") for r in p.results.get(side, [])]
     section.notes.append(
@@ -463,8 +462,7 @@ def java_grid(report: Report, worker: Worker, quick: bool, runs: int, budget_s: 
             requests = {r: worker.call("scale_java_request", name=name, round_no=r) for r in (1, 2)}
             if harness is not None:
                 for r in (1, 2):
-                    harness.call("ha", dict(requests[r], bench={"warmup": 3, "runs": 0}),
-                                 timeout=1800)
+                    _warm_java(harness, requests[r])
 
             def java(
                 r: int, requests: dict[int, Any] = requests
@@ -534,6 +532,20 @@ def java_grid(report: Report, worker: Worker, quick: bool, runs: int, budget_s: 
     finally:
         if harness is not None:
             harness.close()
+
+
+def _warm_java(
+    harness: Any, request: dict[str, Any], clock: Callable[[], float] = time.perf_counter
+) -> None:
+    """Warm the JVM on one round's request before its timed calls: up to ``JAVA_WARMUPS``
+    calls, ending after one that ran ``JAVA_WARM_CALL_S`` or more (its loops ran long enough
+    for the JIT to compile them; at LargeNumConsumers and ManyStandbys one Java call takes
+    5-11 s, and three of them took a minute of the section's budget before any timed run)."""
+    for _ in range(JAVA_WARMUPS):
+        began = clock()
+        harness.call("ha", dict(request, bench={"warmup": 1, "runs": 0}), timeout=1800)
+        if clock() - began >= JAVA_WARM_CALL_S:
+            return
 
 
 # --- growth --------------------------------------------------------------------------------------

@@ -9,7 +9,14 @@ from typing import Any
 import pytest
 
 from tests.bench import drivers
-from tests.bench.framework import Budget, Figure, Target, interleave, pass_two_rounds, ratio
+from tests.bench.framework import (
+    Budget,
+    Figure,
+    Target,
+    fill_cheapest_first,
+    interleave,
+    ratio,
+)
 
 
 def test_interleave_alternates_sides_and_stops_at_runs() -> None:
@@ -208,19 +215,57 @@ def test_a_last_rebalance_is_read_by_the_sample_only() -> None:
     assert len(read) == 10
 
 
-def test_pass_two_gives_a_cheap_point_all_its_rounds_with_room() -> None:
-    # 0.3 s a round, 4 more wanted, 100 s left but the points after it need far more than that:
-    # the proportional share (about 0.1 s) would take none; a cheap point takes all four.
-    more, budget = pass_two_rounds([0.3, 60.0, 60.0], 100.0, 4, cheap_share=0.02)
-    assert more == 4 and budget >= 3 * 0.3 * 4
+class _Clock:
+    """Seconds left in a fake budget, spent by each fake round."""
+
+    def __init__(self, left_s: float) -> None:
+        self.left_s = left_s
+        self.rounds: list[int] = []
+
+    def left(self) -> float:
+        return self.left_s
 
 
-def test_pass_two_shares_the_rest_in_proportion() -> None:
-    # Two points of 10 s a round, 4 more each, 40 s left: each gets half, so two rounds.
-    assert pass_two_rounds([10.0, 10.0], 40.0, 4, cheap_share=0.02) == (2, 20.0)
-    # Nothing left and not cheap: no further round.
-    assert pass_two_rounds([10.0], 0.0, 4, cheap_share=0.02) == (0, 0.0)
-    assert pass_two_rounds([], 50.0, 4, cheap_share=0.02) == (0, 0.0)
+def test_fill_cheapest_first_completes_the_cheap_points_before_the_costly() -> None:
+    # Points of 60 s, 0.3 s and 10 s a round, 4 rounds missing each, 50 s left: the cheap
+    # point takes all four, the 10 s point four (40 s), and the 60 s point none.
+    costs = [60.0, 0.3, 10.0]
+    clock = _Clock(50.0)
+
+    def run_round(i: int) -> float:
+        clock.rounds.append(i)
+        clock.left_s -= costs[i]
+        return costs[i]
+
+    round_s = list(costs)
+    fill_cheapest_first(round_s, [4, 4, 4], run_round, clock.left)
+    assert clock.rounds == [1, 1, 1, 1, 2, 2, 2, 2]
+
+
+def test_fill_cheapest_first_rerates_each_point_on_its_last_round() -> None:
+    # Rated at 20 s a round (its first, recording run), the point's next rounds cost 5 s: after
+    # one, 9 s are left, under half of 20 but more than 5, so it goes on and takes all three.
+    clock = _Clock(14.0)
+
+    def run_round(i: int) -> float:
+        clock.rounds.append(i)
+        clock.left_s -= 5.0
+        return 5.0
+
+    round_s = [20.0]
+    fill_cheapest_first(round_s, [3], run_round, clock.left)
+    assert clock.rounds == [0, 0, 0] and round_s == [5.0]
+
+
+def test_fill_cheapest_first_takes_no_round_when_no_time_is_left() -> None:
+    clock = _Clock(0.0)
+
+    def run_round(i: int) -> float:
+        clock.rounds.append(i)
+        return 1.0
+
+    fill_cheapest_first([1.0, 2.0], [4, 4], run_round, clock.left)
+    assert clock.rounds == []
 
 
 PEER_SIDES = [s for s in SIDES if s != "ours"]
@@ -288,3 +333,30 @@ def test_a_group_no_larger_than_the_sample_runs_again_with_every_member_reading(
         story = drivers.run_story(side, shape)
         assert story["members_read"] == shape.members
         assert set(story) == {"first", "second", "members_read"}
+
+
+class _FakeHarness:
+    """The Java harness's ``ha`` call, each taking the next of ``seconds`` on a fake clock."""
+
+    def __init__(self, seconds: list[float]) -> None:
+        self.now = 0.0
+        self.seconds = seconds
+        self.benches: list[dict[str, int]] = []
+
+    def call(self, op: str, request: dict[str, object], timeout: float) -> None:
+        assert op == "ha"
+        self.benches.append(request["bench"])  # type: ignore[arg-type]
+        self.now += self.seconds[len(self.benches) - 1]
+
+
+@pytest.mark.parametrize(
+    ("seconds", "calls"),
+    [([0.05, 0.05, 0.05, 0.05], 3), ([6.0, 6.0, 6.0], 1), ([0.5, 2.0, 0.5], 2)],
+)
+def test_java_warm_up_ends_after_a_call_long_enough(seconds: list[float], calls: int) -> None:
+    from tests.bench import run
+
+    harness = _FakeHarness(seconds)
+    run._warm_java(harness, {"clients": []}, clock=lambda: harness.now)
+    assert len(harness.benches) == calls
+    assert all(b == {"warmup": 1, "runs": 0} for b in harness.benches)
