@@ -8,7 +8,7 @@ export SPARK_LOCAL_IP := 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: install test test-deep lint bench bench-quick bench-install conformance simulate kafka-up kafka-down clean
+.PHONY: install test test-deep lint bench bench-quick bench-compare bench-install conformance simulate kafka-up kafka-down clean
 
 install: $(STAMP)
 
@@ -42,13 +42,18 @@ $(BENCH_STAMP): $(STAMP) pyproject.toml
 	$(PY) -m pip install --quiet -e '.[spark,dev,bench]'
 	touch $(BENCH_STAMP)
 
-# The full report (within 30 minutes); also written to docs/bench/latest.md.
+# The full report (within 30 minutes); also written to docs/bench/latest.{md,json}.
 bench: $(BENCH_STAMP)
 	$(BENCH_RUN) --publish $(BENCH_ARGS)
 
 # The reduced grid, a few minutes; results under bench-results/ only.
 bench-quick: $(BENCH_STAMP)
 	$(BENCH_RUN) --quick $(BENCH_ARGS)
+
+# What moved between two reports and how much of it is the machine (docs/bench/README.md):
+# OLD defaults to the published docs/bench/latest.json, NEW to the newest bench-results/ run.
+bench-compare: $(STAMP)
+	$(PY) tests/bench/compare.py $(OLD) $(NEW) $(COMPARE_ARGS)
 
 conformance: $(STAMP)
 	CONFORMANCE_SCENARIOS=100000 $(PY) -m pytest tests/conformance -m conformance $(PYTEST_ARGS)

@@ -17,8 +17,8 @@ only when a point's budget ran out, and then ``n=`` says so, a note names the po
 summary counts such figures), each target beside its figure with a verdict. The full report has
 ``FULL_TOTAL_S``: the peer grid, which needs the most, runs last on what the others left.
 Benchmarks never fail on timings: the exit status is non-zero only when the bench cannot run.
-Results go to ``bench-results/<timestamp>/report.{json,md}``; ``--publish`` also copies the
-Markdown to ``docs/bench/latest.md``.
+Results go to ``bench-results/<timestamp>/report.{json,md}``; ``--publish`` also copies both
+to ``docs/bench/latest.{md,json}`` (``make bench-compare`` compares a run with the JSON).
 """
 
 from __future__ import annotations
@@ -853,7 +853,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="only these grid points, as P,C pairs separated by ';' (e.g. "
                         "'6000,2'): peer and Java grids; for comparing two checkouts")
     parser.add_argument("--out", type=Path, default=None, help="results folder")
-    parser.add_argument("--publish", action="store_true", help="copy to docs/bench/latest.md")
+    parser.add_argument("--publish", action="store_true",
+                        help="copy to docs/bench/latest.md and latest.json")
     args = parser.parse_args(argv)
     quick = args.quick or os.environ.get("BENCH_QUICK", "") not in ("", "0")
     ONLY_POINTS.clear()
@@ -924,11 +925,12 @@ def main(argv: list[str] | None = None) -> int:
     report.header["took"] = f"{time.perf_counter() - began:.0f} s"
     report.write(out)
     print(f"\nreport written to {out}/report.md and report.json", flush=True)
-    if args.publish:
-        latest = ROOT / "docs" / "bench" / "latest.md"
-        latest.parent.mkdir(parents=True, exist_ok=True)
-        latest.write_text(report.markdown())
-        print(f"published to {latest}", flush=True)
+    if args.publish:  # both: ``tests/bench/compare.py`` compares a run with the JSON
+        latest = ROOT / "docs" / "bench"
+        latest.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(out / "report.md", latest / "latest.md")
+        shutil.copyfile(out / "report.json", latest / "latest.json")
+        print(f"published to {latest}/latest.md and latest.json", flush=True)
     return 2 if failure else 0
 
 

@@ -1,0 +1,309 @@
+"""``make bench-compare``: what changed between two benchmark reports, and how much of that is
+the machine.
+
+Two runs of ``make bench`` seldom see an equally fast machine: on this project's 2-core box
+Faust's own times at the same point and version moved 2.6x from one day to the next (5.6 ms,
+then 14.9). So the comparison first gauges the machine from the peers' times (their code does
+not change between the runs when their versions do not): per peer, the median of new / old
+over the figures both runs have. Then, figure by figure, what moved beyond the noise: the
+ratios (each taken within one run, interleaved, so they carry across machines), every verdict
+that changed, and our own milliseconds, also divided by the machine's change. A figure counts
+as moved when the two runs' ranges (min-max) do not overlap; ``--all`` lists every figure.
+
+``python tests/bench/compare.py [OLD] [NEW] [--all]``: each a ``report.json`` or the folder
+holding one; OLD defaults to the published ``docs/bench/latest.json``, NEW to the newest run
+under ``bench-results/``. Prints Markdown; exits 2 when a report cannot be read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from tests.bench.framework import MIN_RUNS, Table, number_text, short_figures  # noqa: E402
+from tests.bench.run import shape_text  # noqa: E402
+
+PUBLISHED = ROOT / "docs" / "bench" / "latest.json"
+RESULTS = ROOT / "bench-results"
+#: the packages whose code the gauge reads: the gauge holds only while these are the same
+PEER_PACKAGES = ("aiokafka", "faust-streaming", "mode-streaming", "orjson", "python")
+
+#: Points in one run only are named up to this many, counted per section beyond
+LISTED_POINTS = 8
+
+Kind = Literal["ratio", "ours", "peer"]
+
+
+class ReportError(Exception):
+    """A report that cannot be read: the message names the file and what is wrong."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One figure of a report: ``kind`` says whether it is a ratio (ours over a peer, in one
+    run), our milliseconds, or a peer's milliseconds (what gauges the machine)."""
+
+    section: str
+    point: str
+    rebalance: str
+    measure: str
+    kind: Kind
+    figure: Mapping[str, Any]
+    verdict: str | None = None
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        return (self.section, self.point, self.rebalance, self.measure)
+
+    @property
+    def median(self) -> float:
+        return float(self.figure["median"])
+
+    def text(self) -> str:
+        runs = self.figure.get("runs") or []
+        spread = ""
+        if len(runs) != 1:
+            spread = f" ({number_text(self.figure['min'])}-{number_text(self.figure['max'])})"
+        short = f" n={len(runs)}" if len(runs) < MIN_RUNS else ""
+        return f"{number_text(self.median)}{spread}{short}"
+
+
+def load(path: Path) -> dict[str, Any]:
+    """A report's JSON, from the file or the folder that holds ``report.json``."""
+    file = path / "report.json" if path.is_dir() else path
+    if not file.is_file():
+        raise ReportError(f"{file}: no such report (run `make bench` or `make bench-quick`)")
+    try:
+        report = json.loads(file.read_text())
+    except (OSError, ValueError) as error:
+        raise ReportError(f"{file}: not readable as JSON: {error}") from error
+    if not isinstance(report, dict) or not isinstance(report.get("sections"), list):
+        raise ReportError(f"{file}: not a benchmark report (it has no 'sections' list)")
+    return report
+
+
+def newest_run(results: Path = RESULTS) -> Path:
+    """The latest ``bench-results/<timestamp>/`` that holds a report (timestamps sort)."""
+    runs = sorted(p for p in results.glob("*/report.json")) if results.is_dir() else []
+    if not runs:
+        raise ReportError(f"{results}: no run yet (run `make bench` or `make bench-quick`)")
+    return runs[-1]
+
+
+def _is_figure(value: Any) -> bool:
+    return isinstance(value, dict) and "median" in value and "min" in value
+
+
+def _sum(a: Any, b: Any) -> dict[str, Any] | None:
+    """Two paired figures added run by run (Java's HA step and its tasks-to-threads step)."""
+    if not (_is_figure(a) and _is_figure(b)):
+        return None
+    runs = [x + y for x, y in zip(a.get("runs") or [], b.get("runs") or [], strict=False)]
+    if not runs:
+        runs = [a["median"] + b["median"]]
+    return {"median": statistics.median(runs), "min": min(runs), "max": max(runs), "runs": runs}
+
+
+def entries(report: Mapping[str, Any]) -> dict[tuple[str, str, str, str], Entry]:
+    """Every comparable figure of a report by (section, point, rebalance, measure)."""
+    found: dict[tuple[str, str, str, str], Entry] = {}
+
+    def add(section: str, point: str, rebalance: str, measure: str, kind: Kind,
+            figure: Any, verdict: str | None = None) -> None:
+        if _is_figure(figure):
+            entry = Entry(section, point, rebalance, measure, kind, figure, verdict)
+            found.setdefault(entry.key, entry)
+
+    for section in report["sections"]:
+        for row in section.get("data") or []:
+            kind, rebalance = row.get("kind"), str(row.get("rebalance", ""))
+            if kind == "peer":
+                point = shape_text(row["shape"])
+                add("peer grid", point, rebalance, "ours ms", "ours", row.get("ours_ms"))
+                add("peer grid", point, rebalance, "Faust ms", "peer", row.get("faust_ms"))
+                add("peer grid", point, rebalance, "aiokafka sticky ms", "peer",
+                    row.get("sticky_ms"))
+                add("peer grid", point, rebalance, "aiokafka round-robin ms", "peer",
+                    row.get("roundrobin_ms"))
+                add("peer grid", point, rebalance, "ours / Faust", "ratio",
+                    row.get("ours_over_faust"), row.get("verdict_faust"))
+                add("peer grid", point, rebalance, "ours / aiokafka sticky", "ratio",
+                    row.get("ours_over_sticky"), row.get("verdict_sticky"))
+            elif kind == "java":
+                point = str(row["point"])
+                add("Java grid", point, rebalance, "our full leader ms", "ours",
+                    row.get("ours_leader_ms"))
+                add("Java grid", point, rebalance, "Java HA + threads ms", "peer",
+                    _sum(row.get("java_ha_ms"), row.get("java_threads_ms")))
+                add("Java grid", point, rebalance, "full leader / Java", "ratio",
+                    row.get("leader_over_java"), row.get("verdict"))
+            elif kind == "growth":
+                point = f"P={row['partitions']:,} C={row['members']:,}"
+                add("growth", point, rebalance, "ours ms", "ours", row.get("ours_ms"))
+    return found
+
+
+def _peer_name(entry: Entry) -> str:
+    return entry.measure.removesuffix(" ms")
+
+
+def machine_change(
+    old: Mapping[tuple[str, str, str, str], Entry], new: Mapping[tuple[str, str, str, str], Entry]
+) -> dict[str, list[float]]:
+    """Per peer, new / old of its medians over the figures both runs have (a figure that repeats
+    another's runs, as aiokafka's s=1 rows repeat the s=0 run, counted once)."""
+    changes: dict[str, list[float]] = {}
+    seen: set[tuple[str, tuple[float, ...]]] = set()
+    for key, entry in new.items():
+        before = old.get(key)
+        if entry.kind != "peer" or before is None or before.median <= 0:
+            continue
+        name = _peer_name(entry)
+        runs = (name, tuple(entry.figure.get("runs") or [entry.median]))
+        if runs in seen:
+            continue
+        seen.add(runs)
+        changes.setdefault(name, []).append(entry.median / before.median)
+    return changes
+
+
+#: Fewest runs on each side for a figure to be judged moved: one or two runs have no spread
+#: worth the name, so two single runs would "move" at any difference.
+JUDGED_RUNS = 3
+
+
+def judged(entry: Entry) -> bool:
+    return len(entry.figure.get("runs") or []) >= JUDGED_RUNS
+
+
+def moved(before: Entry, after: Entry) -> bool:
+    """Whether the two runs' ranges (min-max) do not overlap, each on at least
+    ``JUDGED_RUNS`` runs: beyond what the runs' own spread explains."""
+    return judged(before) and judged(after) and bool(
+        after.figure["min"] > before.figure["max"] or after.figure["max"] < before.figure["min"])
+
+
+def _spread(values: Iterable[float]) -> str:
+    kept = sorted(values)
+    return (f"{statistics.median(kept):.2f}x ({kept[0]:.2f}-{kept[-1]:.2f}) "
+            f"over {len(kept)} figure{'s' if len(kept) != 1 else ''}")
+
+
+def _header_table(old: Mapping[str, Any], new: Mapping[str, Any]) -> Table:
+    table = Table(["", "old", "new"])
+    for field in ("started", "mode", "commit", "took", "machine"):
+        table.rows.append([field, str(old.get(field, "-")), str(new.get(field, "-"))])
+    old_versions, new_versions = old.get("versions") or {}, new.get("versions") or {}
+    for name in sorted(set(old_versions) | set(new_versions)):
+        if old_versions.get(name) != new_versions.get(name):
+            table.rows.append([name, str(old_versions.get(name, "-")),
+                               str(new_versions.get(name, "-"))])
+    if old.get("java") != new.get("java"):
+        table.rows.append(["java", str(old.get("java", "-")), str(new.get("java", "-"))])
+    short = [sum(short_figures(s.get("data")) for s in r["sections"]) for r in (old, new)]
+    table.rows.append([f"figures on < {MIN_RUNS} runs", str(short[0]), str(short[1])])
+    return table
+
+
+def compare(old: Mapping[str, Any], new: Mapping[str, Any], *, show_all: bool = False) -> str:
+    """The comparison as Markdown (see the module's docstring)."""
+    before, after = entries(old), entries(new)
+    parts = ["# Benchmark comparison", "", _header_table(old, new).markdown(), ""]
+    changes = machine_change(before, after)
+    peer_versions_differ = any(
+        (old.get("versions") or {}).get(p) != (new.get("versions") or {}).get(p)
+        for p in PEER_PACKAGES)
+    parts += ["## The machine, from the peers' own times (new / old)", ""]
+    if not changes:
+        parts += ["No peer figure in both runs: our milliseconds below are not adjusted.", ""]
+    for name, values in sorted(changes.items()):
+        parts.append(f"- {name}: {_spread(values)}")
+    gauge = statistics.median([v for values in changes.values() for v in values]) if changes \
+        else None
+    if gauge is not None:
+        parts.append(f"- all peers: **{gauge:.2f}x**, what the `vs machine` column divides by")
+    if peer_versions_differ:
+        parts.append("- the peers' or Python's versions differ between the runs: their times "
+                     "changed with their code too, so the gauge is only indicative")
+    parts.append("")
+
+    verdicts = Table(["section", "point", "rebalance", "figure", "old", "new"])
+    ratios = Table(["section", "point", "rebalance", "figure", "old", "new", "new / old"])
+    ours = Table(["section", "point", "rebalance", "figure", "old", "new", "new / old",
+                  "vs machine"])
+    unjudged = 0
+    for key, entry in after.items():
+        previous = before.get(key)
+        if previous is None:
+            continue
+        if entry.kind != "peer" and not (judged(entry) and judged(previous)):
+            unjudged += 1
+        if entry.verdict != previous.verdict and (entry.verdict or previous.verdict):
+            verdicts.rows.append([*key, f"{previous.text()}: {previous.verdict}",
+                                  f"{entry.text()}: {entry.verdict}"])
+        if entry.kind == "peer" or not (show_all or moved(previous, entry)):
+            continue
+        change = entry.median / previous.median if previous.median else float("inf")
+        cells = [*key, previous.text(), entry.text(), f"{change:.2f}x"]
+        if entry.kind == "ratio":
+            ratios.rows.append(cells)
+        else:
+            ours.rows.append([*cells, f"{change / gauge:.2f}x" if gauge else "-"])
+    which = "every figure in both runs" if show_all else \
+        "figures whose ranges (min-max) do not overlap; `--all` lists every one"
+    parts += ["## Verdicts that changed", "",
+              verdicts.markdown() if verdicts.rows else "None.", "",
+              f"## Ratios (ours over a peer, within each run): {which}", "",
+              ratios.markdown() if ratios.rows else "None moved.", "",
+              f"## Our milliseconds: {which}", "",
+              "`vs machine` divides new / old by the peers' change above: below 1, ours got "
+              "faster than the machine explains.", "",
+              ours.markdown() if ours.rows else "None moved.", ""]
+    if unjudged and not show_all:
+        parts += [f"Not judged: {unjudged} of the figures above (ratios and ours) rest on fewer "
+                  f"than {JUDGED_RUNS} runs in one report or both.", ""]
+    only_old = sorted({k[:2] for k in before} - {k[:2] for k in after})
+    only_new = sorted({k[:2] for k in after} - {k[:2] for k in before})
+    for label, points in (("only in the old run", only_old), ("only in the new run", only_new)):
+        if len(points) > LISTED_POINTS:  # (a partial run against a full one: counted)
+            by_section = Counter(section for section, _ in points)
+            listed = ", ".join(f"{section} {n}" for section, n in sorted(by_section.items()))
+            parts += [f"Points {label}: {listed}.", ""]
+        elif points:
+            listed = "; ".join(f"{section}: {point}" for section, point in points)
+            parts += [f"Points {label} ({len(points)}): {listed}.", ""]
+    return "\n".join(parts)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("old", nargs="?", type=Path, default=PUBLISHED,
+                        help="report.json or its folder (default: docs/bench/latest.json)")
+    parser.add_argument("new", nargs="?", type=Path, default=None,
+                        help="report.json or its folder (default: the newest under "
+                             "bench-results/)")
+    parser.add_argument("--all", action="store_true", help="every figure, not only moved ones")
+    args = parser.parse_args(argv)
+    try:
+        old = load(args.old)
+        new = load(args.new if args.new is not None else newest_run())
+    except ReportError as error:
+        print(f"bench-compare: {error}", file=sys.stderr)
+        return 2
+    print(compare(old, new, show_all=args.all))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
