@@ -216,66 +216,98 @@ def _header_table(old: Mapping[str, Any], new: Mapping[str, Any]) -> Table:
     return table
 
 
-def compare(old: Mapping[str, Any], new: Mapping[str, Any], *, show_all: bool = False) -> str:
-    """The comparison as Markdown (see the module's docstring)."""
+@dataclass
+class Comparison:
+    """What :func:`compare` and :func:`brief` print: the machine's gauge, then the figures."""
+
+    changes: dict[str, list[float]]  # per peer, new / old of its figures
+    gauge: float | None  # the median over every peer's figures
+    peer_versions_differ: bool
+    verdicts: Table
+    ratios: Table  # those that moved (all with ``show_all``)
+    ours: Table
+    unjudged: int  # ratios and ours on fewer than JUDGED_RUNS runs in a report
+    ratio_changes: list[float]  # new / old of each ratio listed
+    ours_vs_machine: list[float]  # new / old over the gauge, of each of ours listed
+    only_old: list[tuple[str, str]]
+    only_new: list[tuple[str, str]]
+
+
+def comparison(
+    old: Mapping[str, Any], new: Mapping[str, Any], *, show_all: bool = False
+) -> Comparison:
     before, after = entries(old), entries(new)
-    parts = ["# Benchmark comparison", "", _header_table(old, new).markdown(), ""]
     changes = machine_change(before, after)
-    peer_versions_differ = any(
-        (old.get("versions") or {}).get(p) != (new.get("versions") or {}).get(p)
-        for p in PEER_PACKAGES)
-    parts += ["## The machine, from the peers' own times (new / old)", ""]
-    if not changes:
-        parts += ["No peer figure in both runs: our milliseconds below are not adjusted.", ""]
-    for name, values in sorted(changes.items()):
-        parts.append(f"- {name}: {_spread(values)}")
     gauge = statistics.median([v for values in changes.values() for v in values]) if changes \
         else None
-    if gauge is not None:
-        parts.append(f"- all peers: **{gauge:.2f}x**, what the `vs machine` column divides by")
-    if peer_versions_differ:
-        parts.append("- the peers' or Python's versions differ between the runs: their times "
-                     "changed with their code too, so the gauge is only indicative")
-    parts.append("")
-
-    verdicts = Table(["section", "point", "rebalance", "figure", "old", "new"])
-    ratios = Table(["section", "point", "rebalance", "figure", "old", "new", "new / old"])
-    ours = Table(["section", "point", "rebalance", "figure", "old", "new", "new / old",
-                  "vs machine"])
-    unjudged = 0
+    result = Comparison(
+        changes, gauge,
+        any((old.get("versions") or {}).get(p) != (new.get("versions") or {}).get(p)
+            for p in PEER_PACKAGES),
+        Table(["section", "point", "rebalance", "figure", "old", "new"]),
+        Table(["section", "point", "rebalance", "figure", "old", "new", "new / old"]),
+        Table(["section", "point", "rebalance", "figure", "old", "new", "new / old",
+               "vs machine"]),
+        0, [], [],
+        sorted({k[:2] for k in before} - {k[:2] for k in after}),
+        sorted({k[:2] for k in after} - {k[:2] for k in before}),
+    )
     for key, entry in after.items():
         previous = before.get(key)
         if previous is None:
             continue
         if entry.kind != "peer" and not (judged(entry) and judged(previous)):
-            unjudged += 1
+            result.unjudged += 1
         if entry.verdict != previous.verdict and (entry.verdict or previous.verdict):
-            verdicts.rows.append([*key, f"{previous.text()}: {previous.verdict}",
-                                  f"{entry.text()}: {entry.verdict}"])
+            result.verdicts.rows.append([*key, f"{previous.text()}: {previous.verdict}",
+                                         f"{entry.text()}: {entry.verdict}"])
         if entry.kind == "peer" or not (show_all or moved(previous, entry)):
             continue
         change = entry.median / previous.median if previous.median else float("inf")
         cells = [*key, previous.text(), entry.text(), f"{change:.2f}x"]
         if entry.kind == "ratio":
-            ratios.rows.append(cells)
+            result.ratios.rows.append(cells)
+            result.ratio_changes.append(change)
         else:
-            ours.rows.append([*cells, f"{change / gauge:.2f}x" if gauge else "-"])
+            result.ours.rows.append([*cells, f"{change / gauge:.2f}x" if gauge else "-"])
+            if gauge:
+                result.ours_vs_machine.append(change / gauge)
+    return result
+
+
+def _machine_lines(result: Comparison, column: bool = True) -> list[str]:
+    if not result.changes:
+        return ["No peer figure in both runs: our milliseconds are not adjusted."]
+    lines = [f"- {name}: {_spread(values)}" for name, values in sorted(result.changes.items())]
+    divides = ", what the `vs machine` column divides by" if column else ""
+    lines.append(f"- all peers: **{result.gauge:.2f}x**{divides}")
+    if result.peer_versions_differ:
+        lines.append("- the peers' or Python's versions differ between the runs: their times "
+                     "changed with their code too, so the gauge is only indicative")
+    return lines
+
+
+def compare(old: Mapping[str, Any], new: Mapping[str, Any], *, show_all: bool = False) -> str:
+    """The comparison as Markdown (see the module's docstring)."""
+    result = comparison(old, new, show_all=show_all)
+    parts = ["# Benchmark comparison", "", _header_table(old, new).markdown(), "",
+             "## The machine, from the peers' own times (new / old)", "",
+             *_machine_lines(result), ""]
     which = "every figure in both runs" if show_all else \
         "figures whose ranges (min-max) do not overlap; `--all` lists every one"
     parts += ["## Verdicts that changed", "",
-              verdicts.markdown() if verdicts.rows else "None.", "",
+              result.verdicts.markdown() if result.verdicts.rows else "None.", "",
               f"## Ratios (ours over a peer, within each run): {which}", "",
-              ratios.markdown() if ratios.rows else "None moved.", "",
+              result.ratios.markdown() if result.ratios.rows else "None moved.", "",
               f"## Our milliseconds: {which}", "",
               "`vs machine` divides new / old by the peers' change above: below 1, ours got "
               "faster than the machine explains.", "",
-              ours.markdown() if ours.rows else "None moved.", ""]
-    if unjudged and not show_all:
-        parts += [f"Not judged: {unjudged} of the figures above (ratios and ours) rest on fewer "
-                  f"than {JUDGED_RUNS} runs in one report or both.", ""]
-    only_old = sorted({k[:2] for k in before} - {k[:2] for k in after})
-    only_new = sorted({k[:2] for k in after} - {k[:2] for k in before})
-    for label, points in (("only in the old run", only_old), ("only in the new run", only_new)):
+              result.ours.markdown() if result.ours.rows else "None moved.", ""]
+    if result.unjudged and not show_all:
+        parts += [f"Not judged: {result.unjudged} of the figures above (ratios and ours) rest "
+                  f"on fewer than {JUDGED_RUNS} runs in one report or both.", ""]
+    for label, points in (("only in the old run", result.only_old),
+                          ("only in the new run", result.only_new)):
         if len(points) > LISTED_POINTS:  # (a partial run against a full one: counted)
             by_section = Counter(section for section, _ in points)
             listed = ", ".join(f"{section} {n}" for section, n in sorted(by_section.items()))
@@ -283,6 +315,30 @@ def compare(old: Mapping[str, Any], new: Mapping[str, Any], *, show_all: bool = 
         elif points:
             listed = "; ".join(f"{section}: {point}" for section, point in points)
             parts += [f"Points {label} ({len(points)}): {listed}.", ""]
+    return "\n".join(parts)
+
+
+def brief(old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
+    """A few lines for the end of a report: the machine against the run it compares with, the
+    verdicts that changed, and how many figures moved (``make bench-compare`` lists them)."""
+    result = comparison(old, new)
+    ratios_up = sum(1 for change in result.ratio_changes if change > 1)
+    ours_up = sum(1 for change in result.ours_vs_machine if change > 1)
+    parts = [f"Against the report of {old.get('started', '?')} (commit "
+             f"{old.get('commit', '?')}, {old.get('mode', '?')}, took {old.get('took', '?')}). "
+             "The machine, from the peers' own times, new / old:", "",
+             *_machine_lines(result, column=False),
+             ""]
+    if result.verdicts.rows:
+        parts += ["Verdicts that changed:", "", result.verdicts.markdown(), ""]
+    else:
+        parts += ["No verdict changed.", ""]
+    parts.append(
+        f"Beyond the runs' spread (ranges apart, each on {JUDGED_RUNS} runs or more): "
+        f"{len(result.ratios.rows)} ratios moved ({ratios_up} up, against ours; "
+        f"{len(result.ratios.rows) - ratios_up} down), and {len(result.ours.rows)} of our "
+        f"figures in ms ({ours_up} of them slower than the machine explains). "
+        "`make bench-compare` lists them.")
     return "\n".join(parts)
 
 

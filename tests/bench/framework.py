@@ -290,9 +290,9 @@ class Report:
         lines.append("")
         return "\n".join(lines) + "\n".join(s.markdown() for s in self.sections)
 
-    def write(self, folder: Path) -> None:
-        folder.mkdir(parents=True, exist_ok=True)
-        payload = {
+    def payload(self) -> dict[str, Any]:
+        """The report as ``report.json`` holds it (what ``tests/bench/compare.py`` reads)."""
+        return {
             "title": self.title,
             **self.header,
             "sections": [
@@ -306,6 +306,10 @@ class Report:
                 for s in self.sections
             ],
         }
+
+    def write(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        payload = self.payload()
         (folder / "report.json").write_text(json.dumps(payload, indent=1, default=str) + "\n")
         (folder / "report.md").write_text(self.markdown())
 

@@ -10,7 +10,9 @@ Sections (``docs/bench/README.md`` explains how to read them):
 3. Kafka's ``StreamsAssignmentScaleTest`` grid against Kafka's Java assignor in the harness JVM,
    like for like (HA + threads) and with our full leader path;
 4. growth curves of our leader in partitions and in members, against the physical limit;
-5. the older benches, verbatim: protocol size vs Kafka v11, the shim's cost, task planning.
+5. the older benches, verbatim: protocol size vs Kafka v11, the shim's cost, task planning;
+6. last, the machine and the verdicts against the published ``docs/bench/latest.json``
+   (``tests/bench/compare.py``).
 
 Every timed figure is the median (min-max) of up to ``--runs`` warm runs (5 by default; fewer
 only when a point's budget ran out, and then ``n=`` says so, a note names the point and the
@@ -819,6 +821,25 @@ def summary(report: Report) -> None:
           flush=True)
 
 
+def against_published(report: Report, published: Path) -> None:
+    """The report's last section: the machine and the verdicts against the published report
+    (``tests/bench/compare.py``'s brief), so a reader of a slow day's figures sees it was the
+    machine; nothing when there is none to compare with."""
+    from tests.bench import compare
+
+    if not published.is_file():
+        return
+    shown = published.relative_to(ROOT) if published.is_relative_to(ROOT) else published
+    title = f"Against the published report ({shown})"
+    try:
+        text = compare.brief(compare.load(published), report.payload())
+    except (compare.ReportError, KeyError, TypeError, ValueError) as error:
+        text = f"Not compared: {error}"
+    section = Section(title, text)
+    report.sections.append(section)
+    print(f"\n## {title}\n\n{text}", flush=True)
+
+
 # --- main --------------------------------------------------------------------------------------
 
 
@@ -923,6 +944,7 @@ def main(argv: list[str] | None = None) -> int:
         report.sections.append(Section("The bench stopped here", f"```\n{failure[-3000:]}\n```"))
     summary(report)
     report.header["took"] = f"{time.perf_counter() - began:.0f} s"
+    against_published(report, ROOT / "docs" / "bench" / "latest.json")
     report.write(out)
     print(f"\nreport written to {out}/report.md and report.json", flush=True)
     if args.publish:  # both: ``tests/bench/compare.py`` compares a run with the JSON

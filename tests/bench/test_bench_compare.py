@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from tests.bench import compare
+from tests.bench import compare, run
+from tests.bench.framework import Report, Section
 
 SHAPE = {"partitions": 1000, "instances": 10, "threads": 1, "standbys": 0, "topics": 1}
 SHAPE_S1 = dict(SHAPE, standbys=1)
@@ -152,3 +153,36 @@ def test_a_folder_stands_for_its_report_and_the_newest_run_is_found(
     assert compare.main([str(results / "20260101T000000Z"),
                          str(results / "20260102T000000Z")]) == 0
     assert "| commit | older | newer |" in capsys.readouterr().out
+
+
+def test_a_report_ends_with_the_machine_and_verdicts_against_the_published_one(
+    tmp_path: Path,
+) -> None:
+    def made(rows: list[dict[str, Any]]) -> Report:
+        made = Report("t", {"started": "now", "commit": "new", "mode": "full"})
+        made.sections.append(Section("peers", data=rows))
+        return made
+
+    published = tmp_path / "latest.json"
+    alone = made([peer_row(SHAPE, OURS, FAUST, STICKY)])
+    run.against_published(alone, published)  # nothing published yet: nothing added
+    assert [s.title for s in alone.sections] == ["peers"]
+
+    published.write_text(json.dumps(report([peer_row(SHAPE, OURS, FAUST, STICKY)],
+                                           commit="old", mode="full", took="1800 s")))
+    slow = made([peer_row(SHAPE, scaled(OURS, 3), scaled(FAUST, 2), scaled(STICKY, 2),
+                          verdict="misses must (<= 1)")])
+    run.against_published(slow, published)
+    added = slow.sections[-1]
+    assert added.title == f"Against the published report ({published})"
+    assert "commit old, full, took 1800 s" in added.intro
+    assert "all peers: **2.00x**" in added.intro
+    assert "misses must (<= 1)" in added.intro and "Verdicts that changed:" in added.intro
+    assert "2 ratios moved (2 up, against ours; 0 down)" in added.intro
+    assert "1 of our figures in ms (1 of them slower than the machine explains)" in added.intro
+
+    published.write_text("[]")
+    broken = made([])
+    run.against_published(broken, published)
+    assert broken.sections[-1].intro.startswith("Not compared: ")
+    assert "not a benchmark report" in broken.sections[-1].intro
