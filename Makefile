@@ -53,7 +53,7 @@ bench-quick: $(BENCH_STAMP)
 # What moved between two reports and how much of it is the machine (docs/bench/README.md):
 # OLD defaults to the published docs/bench/latest.json, NEW to the newest bench-results/ run.
 bench-compare: $(STAMP)
-	$(PY) tests/bench/compare.py $(OLD) $(NEW) $(COMPARE_ARGS)
+	$(PY) tests/bench/compare.py $(if $(OLD),--old $(OLD)) $(if $(NEW),--new $(NEW)) $(COMPARE_ARGS)
 
 conformance: $(STAMP)
 	CONFORMANCE_SCENARIOS=100000 $(PY) -m pytest tests/conformance -m conformance $(PYTEST_ARGS)

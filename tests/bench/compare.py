@@ -10,9 +10,11 @@ ratios (each taken within one run, interleaved, so they carry across machines), 
 that changed, and our own milliseconds, also divided by the machine's change. A figure counts
 as moved when the two runs' ranges (min-max) do not overlap; ``--all`` lists every figure.
 
-``python tests/bench/compare.py [OLD] [NEW] [--all]``: each a ``report.json`` or the folder
-holding one; OLD defaults to the published ``docs/bench/latest.json``, NEW to the newest run
-under ``bench-results/``. Prints Markdown; exits 2 when a report cannot be read.
+``python tests/bench/compare.py [OLD] [NEW] [--all]`` (or ``--old``/``--new``): each a
+``report.json`` or the folder holding one; OLD defaults to the published
+``docs/bench/latest.json`` (the last commit's, when ``make bench`` has just replaced it with NEW
+itself), NEW to the newest run under ``bench-results/``. Prints Markdown; exits 2 when a report
+cannot be read.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import subprocess
 import sys
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -342,21 +345,47 @@ def brief(old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
     return "\n".join(parts)
 
 
+def committed_published() -> dict[str, Any] | None:
+    """``docs/bench/latest.json`` as the last commit holds it, or ``None`` (no git, or not
+    committed yet)."""
+    shown = subprocess.run(["git", "show", "HEAD:docs/bench/latest.json"], cwd=ROOT,
+                           capture_output=True, text=True, check=False)
+    if shown.returncode != 0:
+        return None
+    try:
+        report = json.loads(shown.stdout)
+    except ValueError:
+        return None
+    return report if isinstance(report, dict) and isinstance(report.get("sections"), list) \
+        else None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("old", nargs="?", type=Path, default=PUBLISHED,
+    parser.add_argument("old_path", nargs="?", type=Path, metavar="OLD",
                         help="report.json or its folder (default: docs/bench/latest.json)")
-    parser.add_argument("new", nargs="?", type=Path, default=None,
+    parser.add_argument("new_path", nargs="?", type=Path, metavar="NEW",
                         help="report.json or its folder (default: the newest under "
                              "bench-results/)")
+    parser.add_argument("--old", type=Path, help="OLD, as an option (the Makefile's OLD=)")
+    parser.add_argument("--new", type=Path, help="NEW, as an option (the Makefile's NEW=)")
     parser.add_argument("--all", action="store_true", help="every figure, not only moved ones")
     args = parser.parse_args(argv)
+    old_path = args.old or args.old_path
+    new_path = args.new or args.new_path
     try:
-        old = load(args.old)
-        new = load(args.new if args.new is not None else newest_run())
+        new = load(new_path if new_path is not None else newest_run())
+        old = load(old_path if old_path is not None else PUBLISHED)
     except ReportError as error:
         print(f"bench-compare: {error}", file=sys.stderr)
         return 2
+    if old_path is None and old.get("started") == new.get("started"):
+        # `make bench` has just published this very run: the one it replaced is the commit's
+        committed = committed_published()
+        if committed is not None and committed.get("started") != new.get("started"):
+            print("bench-compare: docs/bench/latest.json is this run (make bench published "
+                  "it); comparing with the one the last commit holds", file=sys.stderr)
+            old = committed
     print(compare(old, new, show_all=args.all))
     return 0
 

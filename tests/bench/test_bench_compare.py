@@ -186,3 +186,28 @@ def test_a_report_ends_with_the_machine_and_verdicts_against_the_published_one(
     run.against_published(broken, published)
     assert broken.sections[-1].intro.startswith("Not compared: ")
     assert "not a benchmark report" in broken.sections[-1].intro
+
+
+def test_right_after_make_bench_the_default_old_is_the_committed_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    this_run = report([peer_row(SHAPE, OURS, FAUST, STICKY)], started="B", commit="new")
+    published = tmp_path / "latest.json"
+    published.write_text(json.dumps(this_run))  # `make bench` has just replaced it
+    results = tmp_path / "results" / "20260102T000000Z"
+    results.mkdir(parents=True)
+    (results / "report.json").write_text(json.dumps(this_run))
+    monkeypatch.setattr(compare, "PUBLISHED", published)
+    monkeypatch.setattr(compare, "RESULTS", tmp_path / "results")
+    monkeypatch.setattr(compare, "committed_published", lambda: report(
+        [peer_row(SHAPE, OURS, FAUST, STICKY)], started="A", commit="old"))
+    assert compare.main(["--new", str(results)]) == 0
+    captured = capsys.readouterr()
+    assert "| started | A | B |" in captured.out
+    assert "comparing with the one the last commit holds" in captured.err
+    # an OLD named on purpose is taken as it is, even when it is the same run
+    assert compare.main(["--old", str(published), "--new", str(results)]) == 0
+    assert "| started | B | B |" in capsys.readouterr().out
+    monkeypatch.setattr(compare, "committed_published", lambda: None)  # not committed yet
+    assert compare.main(["--new", str(results)]) == 0
+    assert "| started | B | B |" in capsys.readouterr().out
