@@ -207,6 +207,8 @@ def _header_table(old: Mapping[str, Any], new: Mapping[str, Any]) -> Table:
     table = Table(["", "old", "new"])
     for field in ("started", "mode", "commit", "took", "machine"):
         table.rows.append([field, str(old.get(field, "-")), str(new.get(field, "-"))])
+    if "budget" in old or "budget" in new:  # (``--budget``: absent when 1x)
+        table.rows.append(["budget", str(old.get("budget", "1x")), str(new.get("budget", "1x"))])
     old_versions, new_versions = old.get("versions") or {}, new.get("versions") or {}
     for name in sorted(set(old_versions) | set(new_versions)):
         if old_versions.get(name) != new_versions.get(name):

@@ -898,6 +898,10 @@ def main(argv: list[str] | None = None) -> int:
                   "extra)", file=sys.stderr)
             return 2
         report = Report("streams-assignor benchmark report", header(quick, versions))
+        if args.budget != 1.0:  # a report on a longer (or shorter) budget says so first
+            report.header["budget"] = (
+                f"{args.budget:g}x every section's time budget and the full report's "
+                f"{FULL_TOTAL_S / 60:.0f} minutes (--budget {args.budget:g})")
         for key, value in report.header.items():
             print(f"{key}: {value}", flush=True)
         warm = dict(partitions=1000, instances=10, threads=1, standbys=1, topics=1)

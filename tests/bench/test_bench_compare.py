@@ -119,6 +119,9 @@ def test_versions_that_differ_are_shown_and_weaken_the_gauge() -> None:
     new = report([peer_row(SHAPE, OURS, FAUST, STICKY)], versions={"aiokafka": "0.15.0"})
     text = compare.compare(old, new)
     assert "| aiokafka | 0.14.0 | 0.15.0 |" in text
+    assert "| budget |" not in text
+    longer = report([peer_row(SHAPE, OURS, FAUST, STICKY)], budget="2x every section's")
+    assert "| budget | 1x | 2x every section's |" in compare.compare(old, longer)
     assert "the gauge is only indicative" in text
     assert "only indicative" not in compare.compare(old, old)
 
