@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tests.bench.framework import MIN_RUNS, Table, number_text, short_figures  # noqa: E402
+from tests.bench.framework import MIN_RUNS, Figure, Table, number_text, short_figures  # noqa: E402
 from tests.bench.run import shape_text  # noqa: E402
 
 PUBLISHED = ROOT / "docs" / "bench" / "latest.json"
@@ -74,12 +74,9 @@ class Entry:
         return float(self.figure["median"])
 
     def text(self) -> str:
-        runs = self.figure.get("runs") or []
-        spread = ""
-        if len(runs) != 1:
-            spread = f" ({number_text(self.figure['min'])}-{number_text(self.figure['max'])})"
-        short = f" n={len(runs)}" if len(runs) < MIN_RUNS else ""
-        return f"{number_text(self.median)}{spread}{short}"
+        """As the report printed it (``Figure.text``: median, min-max, ``n=`` when short)."""
+        runs = self.figure.get("runs")
+        return Figure(tuple(runs)).text() if runs else number_text(self.median)
 
 
 def load(path: Path) -> dict[str, Any]:
@@ -88,11 +85,20 @@ def load(path: Path) -> dict[str, Any]:
     if not file.is_file():
         raise ReportError(f"{file}: no such report (run `make bench` or `make bench-quick`)")
     try:
-        report = json.loads(file.read_text())
-    except (OSError, ValueError) as error:
+        text = file.read_text()
+    except OSError as error:
         raise ReportError(f"{file}: not readable as JSON: {error}") from error
+    return _parsed(text, file)
+
+
+def _parsed(text: str, where: object) -> dict[str, Any]:
+    """A report from its JSON text, or a ``ReportError`` naming ``where`` and what is wrong."""
+    try:
+        report = json.loads(text)
+    except ValueError as error:
+        raise ReportError(f"{where}: not readable as JSON: {error}") from error
     if not isinstance(report, dict) or not isinstance(report.get("sections"), list):
-        raise ReportError(f"{file}: not a benchmark report (it has no 'sections' list)")
+        raise ReportError(f"{where}: not a benchmark report (it has no 'sections' list)")
     return report
 
 
@@ -113,9 +119,7 @@ def _sum(a: Any, b: Any) -> dict[str, Any] | None:
     if not (_is_figure(a) and _is_figure(b)):
         return None
     runs = [x + y for x, y in zip(a.get("runs") or [], b.get("runs") or [], strict=False)]
-    if not runs:
-        runs = [a["median"] + b["median"]]
-    return {"median": statistics.median(runs), "min": min(runs), "max": max(runs), "runs": runs}
+    return Figure(tuple(runs or [a["median"] + b["median"]])).data()
 
 
 def entries(report: Mapping[str, Any]) -> dict[tuple[str, str, str, str], Entry]:
@@ -355,11 +359,9 @@ def committed_published() -> dict[str, Any] | None:
     if shown.returncode != 0:
         return None
     try:
-        report = json.loads(shown.stdout)
-    except ValueError:
+        return _parsed(shown.stdout, "HEAD:docs/bench/latest.json")
+    except ReportError:
         return None
-    return report if isinstance(report, dict) and isinstance(report.get("sections"), list) \
-        else None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -821,12 +821,14 @@ def summary(report: Report) -> None:
           flush=True)
 
 
-def against_published(report: Report, published: Path) -> None:
+def against_published(report: Report, published: Path | None = None) -> None:
     """The report's last section: the machine and the verdicts against the published report
     (``tests/bench/compare.py``'s brief), so a reader of a slow day's figures sees it was the
-    machine; nothing when there is none to compare with."""
+    machine; nothing when there is none to compare with. ``published``: ``compare.PUBLISHED``
+    unless given."""
     from tests.bench import compare
 
+    published = published or compare.PUBLISHED
     if not published.is_file():
         return
     shown = published.relative_to(ROOT) if published.is_relative_to(ROOT) else published
@@ -948,15 +950,16 @@ def main(argv: list[str] | None = None) -> int:
         report.sections.append(Section("The bench stopped here", f"```\n{failure[-3000:]}\n```"))
     summary(report)
     report.header["took"] = f"{time.perf_counter() - began:.0f} s"
-    against_published(report, ROOT / "docs" / "bench" / "latest.json")
+    against_published(report)
     report.write(out)
     print(f"\nreport written to {out}/report.md and report.json", flush=True)
     if args.publish:  # both: ``tests/bench/compare.py`` compares a run with the JSON
-        latest = ROOT / "docs" / "bench"
-        latest.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(out / "report.md", latest / "latest.md")
-        shutil.copyfile(out / "report.json", latest / "latest.json")
-        print(f"published to {latest}/latest.md and latest.json", flush=True)
+        from tests.bench.compare import PUBLISHED
+
+        PUBLISHED.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(out / "report.md", PUBLISHED.with_suffix(".md"))
+        shutil.copyfile(out / "report.json", PUBLISHED)
+        print(f"published to {PUBLISHED.with_suffix('.md')} and {PUBLISHED.name}", flush=True)
     return 2 if failure else 0
 
 
