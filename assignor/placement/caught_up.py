@@ -155,7 +155,10 @@ class CaughtUp:
             # which is not caught up on any of ``movable`` and is above some client's lag.
             sent = lags.reported_by[client]
             found = list(movable.intersection(tasks).difference(sent))
-            tasks = tasks.intersection(sent)  # the rest, one at a time as below
+            if lags.all_caught is not None and lags.all_caught[client]:
+                tasks = set()  # caught up on every task it reported: none of those moves
+            else:
+                tasks = tasks.intersection(sent)  # the rest, one at a time as below
         for task in tasks:
             reported = special[task]
             if not reported:
@@ -229,11 +232,14 @@ class CaughtUp:
         """The first eligible client ahead of ``destination`` in lag order, if any."""
         # The clients whose lag is below the default come first in ``by_lag``, in this
         # order: most answers are found among them without the generator.
+        special = self.ws.lags.special[task]
         order = self._order.get(task)
         if order is None:
-            special = self.ws.lags.special[task]
-            order = self._order[task] = sorted(map(_LAG_CLIENT, special.items()))
-        special = self.ws.lags.special[task]
+            if len(special) == 1:  # (one reporter, the usual standby case: nothing to sort)
+                order = [_LAG_CLIENT(next(iter(special.items())))]
+            else:
+                order = sorted(map(_LAG_CLIENT, special.items()))
+            self._order[task] = order
         default = self.ws.lags.default[task]
         i = 0
         for lag, client in order:

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from itertools import compress, repeat
-from operator import attrgetter, itemgetter
+from operator import attrgetter, itemgetter, le, not_, sub
 from typing import Any, Protocol
 
 from assignor.placement.lags import TaskLags
@@ -388,10 +388,27 @@ def _prev_by_lag(
         return None
     offset_sums = lags.offset_sums
     offsets = list(map(offset_sums.get, known, repeat(0)))
-    if not offsets or min(offsets) == max(offsets) == LATEST_OFFSET:
-        # every one says "running" (a thread's actives taken back): each lag is that same
-        # sentinel, so the order is the tasks' (no end sum looked up)
-        return tuple(known)
+    if not offsets:
+        return ()
+    running: list[TaskId] = []
+    rest, rest_offsets = known, offsets
+    if LATEST_OFFSET in offsets:
+        # the tasks that say "running" (a thread's actives taken back) have that sentinel as
+        # their lag, below every lag of a sum within its end: they come first, in task order
+        flags = list(map(LATEST_OFFSET.__eq__, offsets))
+        if all(flags):
+            return tuple(known)  # (no end sum looked up)
+        running = list(compress(known, flags))
+        others = list(map(not_, flags))
+        rest, rest_offsets = list(compress(known, others)), list(compress(offsets, others))
+    ends = list(map(lags.end_sums.__getitem__, rest))
+    if min(rest_offsets) >= 0 and all(map(le, rest_offsets, ends)):
+        # every other sum within its end (a standby's, the usual case): each lag is end - sum,
+        # computed and checked in C; sorted by lag only if the lags differ
+        rest_lags = list(map(sub, ends, rest_offsets))
+        if min(rest_lags) != max(rest_lags):
+            rest = list(map(rest.__getitem__, sorted(range(len(rest)), key=rest_lags.__getitem__)))
+        return (*running, *rest)
     sentinels = _SENTINELS
     # ``task_lag`` of each (reported sum, end sum), written out: no Python call per task (a sum
     # within the end first: the common case, one chained comparison)

@@ -44,6 +44,10 @@ class Lags:
     #: default on.
     reported_by: list[set[int]] | None = None
     below: set[int] | None = None
+    #: with ``caught``: ``all_caught[c]``, whether client ``c`` is caught up on every stateful
+    #: task it reported (a survivor of a rebalance: its actives running, its standbys within
+    #: the acceptable lag), so task movement need not look at those tasks one by one
+    all_caught: list[bool] | None = None
     #: with ``acceptable`` given (and below ``Long.MAX_VALUE``): ``caught[t]``, the clients
     #: in ``special[t]`` whose lag is caught up, in client order (a task none is caught up on
     #: has no entry), and ``default_caught``, the tasks whose default lag is caught up
@@ -153,6 +157,7 @@ class Workspace:
             lags.special = specials
             numbers = self.numbers
             reported_by: list[set[int]] = []
+            all_caught: list[bool] = []
             below: set[int] = set()
             add_below = below.add
             if acceptable is not None and acceptable >= LONG_MAX:
@@ -190,7 +195,9 @@ class Workspace:
                     below.update(found_all)
                     caught.update(dict.fromkeys(found_all, shared_caught))
                     shared.update(found_all)
+                    all_caught.append(True)
                     continue
+                behind = False  # some stateful report of this client's is not caught up
                 reports = zip(found_all, sums.values(), report_ends, strict=True)
                 for found, offset_sum, end in reports:
                     if end is None:
@@ -199,7 +206,10 @@ class Workspace:
                     # (int comparisons, which the interpreter specializes, not ``in`` a tuple)
                     if offset_sum >= 0 or (offset_sum != latest and offset_sum != unknown):
                         if end < offset_sum:
-                            continue  # lag == end: corrupt state is charged the whole end sum
+                            # corrupt state is charged the whole end sum: lag == end
+                            if end != latest and not low <= end <= high:
+                                behind = True
+                            continue
                         lag = end - offset_sum
                     else:
                         lag = offset_sum
@@ -212,6 +222,8 @@ class Workspace:
                                 add_below(found)
                             if lag == latest or low <= lag <= high:
                                 caught[found] = [c]
+                            else:
+                                behind = True
                             continue
                         if found in shared:  # a copy: the map is shared (above)
                             reported[found] = {**lags_of, c: lag}
@@ -225,12 +237,18 @@ class Workspace:
                                 on.append(c)
                             else:  # new, or a copy of the shared list (as the maps)
                                 caught[found] = [c] if on is None else [*on, c]
+                        else:
+                            behind = True
+                    elif end != latest and not low <= end <= high:
+                        behind = True  # (its lag is the default: not caught up)
+                all_caught.append(not behind)
             specials.update(reported)
             lags.reported_by = reported_by
             lags.below = below
             if acceptable is not None:
                 lags.acceptable = acceptable
                 lags.caught = caught
+                lags.all_caught = all_caught
                 lags.default_caught = (
                     set()  # the usual case: no end sum is within the lag
                     if (acceptable + 1 if lowest_end is None else lowest_end) > acceptable

@@ -28,7 +28,7 @@ from assignor.placement.high_availability import (
     HighAvailabilityTaskAssignor,
     assign_high_availability,
 )
-from assignor.placement.lags import TaskLags
+from assignor.placement.lags import LONG_MAX, TaskLags, is_caught_up
 from assignor.placement.workspace import Workspace
 from protocol.ids import ProcessId, TaskId
 from tests.conformance.ha_scenarios import python_inputs, scenario
@@ -129,6 +129,33 @@ def test_recorded_lags_and_ranks_place_as_the_per_task_path(
         moved += ours["probing"]
     # the comparison means something only if many placements scheduled movements
     assert moved > SEEDS // 4, moved
+
+
+@pytest.mark.parametrize("kind", ["scenario", "member left"])
+def test_all_caught_says_whether_a_client_is_caught_up_on_every_task_it_reported(
+    kind: str,
+) -> None:
+    """``lags.all_caught[c]`` lets task movement skip a client's reported tasks without a look
+    at each: it must be true exactly when every stateful task the client sent an offset sum
+    for has a caught-up lag on it (``lags.is_caught_up`` of ``Lags.lag``), and both answers
+    must occur, or the placement test above never takes the shortcut both ways."""
+    seen: set[bool] = set()
+    for seed in range(SEEDS):
+        clients, tasks, stateful, config = _inputs(seed, kind)
+        acceptable = config.acceptable_recovery_lag
+        ws = Workspace(clients, tasks, stateful, acceptable_lag=acceptable)
+        if acceptable >= LONG_MAX:  # every lag is caught up: nothing is recorded
+            assert ws.lags.all_caught is None
+            continue
+        assert ws.lags.all_caught is not None and ws.lags.reported_by is not None
+        stateful_numbers = set(ws.stateful)
+        for c, sent in enumerate(ws.lags.reported_by):
+            expected = all(
+                is_caught_up(ws.lags.lag(c, t), acceptable) for t in sent & stateful_numbers
+            )
+            assert ws.lags.all_caught[c] == expected, f"seed {seed} client {c}"
+            seen.add(expected)
+    assert seen == {True, False}
 
 
 def test_most_caught_up_equals_the_walk_in_lag_order() -> None:
