@@ -229,6 +229,21 @@ class Target:
         return f"{self.name}: {goal}must <= {self.must:g}"
 
 
+#: A ratio is a close call when some run of it came within this share of its must, or past it:
+#: its verdict could turn on the machine's noise (``close_call``).
+CLOSE_CALL_SHARE = 0.9
+#: The runs a close call's point may take in all, as a multiple of ``--runs``, while the report
+#: has time left: a median of 15 runs moves less with one slow run than a median of 5.
+CLOSE_CALL_RUNS_FACTOR = 3
+
+
+def close_call(figure: Figure | None, target: Target) -> bool:
+    """Whether some run of ``figure`` (a ratio) came within ``CLOSE_CALL_SHARE`` of the
+    target's must, or past it. Runs, not the median: a median just inside the must with one
+    run over it is the verdict most worth more runs."""
+    return figure is not None and max(figure.values) >= CLOSE_CALL_SHARE * target.must
+
+
 @dataclass
 class Table:
     columns: list[str]

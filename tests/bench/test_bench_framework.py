@@ -13,6 +13,7 @@ from tests.bench.framework import (
     Budget,
     Figure,
     Target,
+    close_call,
     fill_cheapest_first,
     interleave,
     ratio,
@@ -44,6 +45,39 @@ def test_figure_ratio_and_verdicts() -> None:
     assert target.verdict(Figure((0.5,))).startswith("misses goal")
     assert target.verdict(Figure((1.5,))).startswith("misses must")
     assert target.verdict(None) == "not measured"
+
+
+def test_a_close_call_is_a_ratio_with_a_run_near_or_past_its_must() -> None:
+    """A run at 90 % of the must or above makes a close call even when the median is far
+    inside it; runs all below do not; nothing measured is no close call."""
+    target = Target("x", must=2.0, goal=1.0)
+    assert close_call(Figure((0.5, 0.6, 1.8)), target)  # one run at 90 %: median 0.6
+    assert close_call(Figure((2.5,)), target)  # past the must
+    assert not close_call(Figure((0.5, 1.0, 1.79)), target)
+    assert not close_call(None, target)
+
+
+def test_peer_close_calls_look_at_both_rebalances_and_both_peers() -> None:
+    """The peer grid's pass 3 picks a point by its paired ratios against Faust (must 1) and,
+    where the point runs it, aiokafka's sticky (must 1), in either rebalance."""
+    from tests.bench import run
+
+    def runs(*pairs: tuple[float, float]) -> list[dict[str, Any]]:
+        return [{"first": {"assign_ms": a}, "second": {"assign_ms": b}} for a, b in pairs]
+
+    def point(results: dict[str, list[Any]]) -> Any:
+        return run._PeerPoint({}, (), [], results, 1.0, {})
+
+    ours = runs((1.0, 1.0), (1.0, 1.0))
+    far = runs((5.0, 5.0), (5.0, 5.0))
+    assert not run._peer_close_call(point({"ours": ours, "faust": far}))
+    # one run of the second rebalance at 0.95 of Faust's time
+    near = runs((5.0, 5.0), (5.0, 1.05))
+    assert run._peer_close_call(point({"ours": ours, "faust": near}))
+    assert run._peer_close_call(point({"ours": ours, "faust": far, "sticky": near}))
+    # a first rebalance without a second (a group of one instance) still counts
+    assert run._peer_close_call(point({"ours": runs((1.0, 1.0)), "faust": [{"first": {
+        "assign_ms": 1.0}}]}))
 
 
 def test_budget_shares_what_is_left() -> None:
