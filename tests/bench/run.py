@@ -88,8 +88,13 @@ QUICK_GROWTH_MEMBERS = (10, 100, 1_000)  # over 1,000 partitions
 # figure says n=): the full report fits in 30 minutes, the quick one in a few.
 BIG_GROWTH_POINTS = ((100_000, 1_000), (10_000, 10_000))  # the issue's growth targets
 BIG_POINT_CAP_S = 120.0  # each, in the growth budget: past it the point says 'did not finish'
-JAVA_WARMUPS = 3  # untimed Java calls per round before its timed ones, at most
-JAVA_WARM_CALL_S = 1.0  # ... ending after one this long
+#: Untimed Java calls per round before its timed ones, at most: Kafka's assignor on
+#: ManyThreadsPerClient settles after about 30 calls (HA + threads, medians of ten calls in a
+#: row from a cold JVM: 54.6, 49.6, 32.2, 29.1, 28.7 ms in the first round; 84.1, 53.6, 41.1,
+#: 40.4, 39.8 ms in the second), where 3 calls had left it at 38 ms or more in some reports
+JAVA_WARMUPS = 40
+JAVA_WARM_CALL_S = 1.0  # ... ending after one this long (its loops were long enough for the JIT)
+JAVA_WARM_TOTAL_S = 6.0  # ... or after the calls took about this long in all
 OLDER_TIMEOUT_S = 180.0  # each older bench: about 10-40 s on a quiet machine
 #: bench_sweep: two warm Spark sessions, 5 runs of 120 replays a side: about 3 minutes
 SWEEP_TIMEOUT_S = 480.0
@@ -602,15 +607,20 @@ def _java_full_ratio(results: dict[str, list[Any]], r: int, rnd: str) -> Figure 
 def _warm_java(
     harness: Any, request: dict[str, Any], clock: Callable[[], float] = time.perf_counter
 ) -> None:
-    """Warm the JVM on one round's request before its timed calls: up to ``JAVA_WARMUPS``
-    calls, ending after one that ran ``JAVA_WARM_CALL_S`` or more (its loops ran long enough
-    for the JIT to compile them; at LargeNumConsumers and ManyStandbys one Java call takes
-    5-11 s, and three of them took a minute of the section's budget before any timed run)."""
-    for _ in range(JAVA_WARMUPS):
-        began = clock()
-        harness.call("ha", dict(request, bench={"warmup": 1, "runs": 0}), timeout=1800)
-        if clock() - began >= JAVA_WARM_CALL_S:
-            return
+    """Warm the JVM on one round's request before its timed calls: one call, and if it ran
+    shorter than ``JAVA_WARM_CALL_S`` (its loops too short for the JIT to have compiled them
+    yet) more in one request, as many as take about ``JAVA_WARM_TOTAL_S`` at the first one's
+    pace, up to ``JAVA_WARMUPS`` in all. At LargeNumConsumers and ManyStandbys one Java call
+    takes 5-11 s: one warms it (three took a minute of the section's budget before any timed
+    run); at ManyThreadsPerClient a call takes 30-80 ms and the JIT needs about 30."""
+    began = clock()
+    harness.call("ha", dict(request, bench={"warmup": 1, "runs": 0}), timeout=1800)
+    first_s = clock() - began
+    if first_s >= JAVA_WARM_CALL_S:
+        return
+    more = min(JAVA_WARMUPS - 1, int(JAVA_WARM_TOTAL_S / max(first_s, 1e-3)))
+    if more > 0:
+        harness.call("ha", dict(request, bench={"warmup": more, "runs": 0}), timeout=1800)
 
 
 # --- growth --------------------------------------------------------------------------------------

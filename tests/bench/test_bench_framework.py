@@ -384,13 +384,17 @@ class _FakeHarness:
 
 
 @pytest.mark.parametrize(
-    ("seconds", "calls"),
-    [([0.05, 0.05, 0.05, 0.05], 3), ([6.0, 6.0, 6.0], 1), ([0.5, 2.0, 0.5], 2)],
+    ("seconds", "warmups"),
+    # a short call: the rest up to 40 in one request; one long enough: no more; a middling
+    # one: as many as fit in about 6 s at its pace
+    [([0.05, 2.0], [1, 39]), ([6.0, 6.0], [1]), ([0.5, 6.0], [1, 12])],
 )
-def test_java_warm_up_ends_after_a_call_long_enough(seconds: list[float], calls: int) -> None:
+def test_java_warm_up_ends_after_a_call_long_enough(
+    seconds: list[float], warmups: list[int]
+) -> None:
     from tests.bench import run
 
     harness = _FakeHarness(seconds)
     run._warm_java(harness, {"clients": []}, clock=lambda: harness.now)
-    assert len(harness.benches) == calls
-    assert all(b == {"warmup": 1, "runs": 0} for b in harness.benches)
+    assert [b["warmup"] for b in harness.benches] == warmups
+    assert all(b["runs"] == 0 for b in harness.benches)
