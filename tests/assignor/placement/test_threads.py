@@ -295,7 +295,7 @@ def test_a_reporting_threads_previous_tasks_are_ordered_as_the_client_orders_the
 
     from assignor.placement.client_state import ClientState
     from assignor.placement.lags import TaskLags
-    from assignor.placement.threads import _prev_by_lag
+    from assignor.placement.previous_by_lag import prev_by_lag_order
 
     rng = random.Random(seed)
     stateful = frozenset(TaskId(s, p) for s in (0, 1) for p in range(31))  # 2_x is stateless
@@ -309,7 +309,7 @@ def test_a_reporting_threads_previous_tasks_are_ordered_as_the_client_orders_the
         previous_tasks_by_consumer={"a": held, "b": frozenset()},
     )  # fmt: skip
     assert isinstance(client.task_lags, TaskLags)
-    got = _prev_by_lag(held, client.task_lags, stateful)
+    got = prev_by_lag_order(held, client.task_lags, stateful)
     assert got == client.prev_tasks_by_lag("a")
 
 
