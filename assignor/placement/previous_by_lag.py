@@ -25,15 +25,17 @@ def prev_by_lag_order(
     are stateful now, least lag first, then in task order; ``None`` when a task keeps no int
     rank (named or unpickled: the caller's general path orders those).
 
-    The same order with fewer Python calls per task (a thread of a client of 6,000 tasks
-    reports 3,000): the stateful ones by one set intersection, whose elements keep their
-    hashes (``stateful`` is the keys of every client's lags, as ``distribute_client_tasks``
-    requires), sorted once by their kept int ranks; each lag from the two sums by
-    ``lags.task_lag``'s rule written out in one comprehension (a call per task was 100,000
-    Python calls in a probing replay); then one stable sort by lag alone, which keeps task
-    order among equal lags. Why two sorts and not one of ``(lag, rank)`` packed in one int:
-    a lag shifted past the rank makes a multi-digit int per task, and building and comparing
-    those cost more than the second sort of small ones (a consumer of 100 tasks, 105 -> 82 us).
+    The same order with fewer Python calls per task (a thread of a client of 6,000 tasks reports
+    3,000): the stateful ones by one set intersection, whose elements keep their hashes
+    (``stateful`` is the keys of every client's lags, as ``distribute_client_tasks`` requires),
+    sorted once by their kept int ranks; the running ones (lag -2, below every other) split off
+    first, in task order, and when every other sum is within its end their lags taken by
+    ``operator.sub`` in C; else each lag by ``lags.task_lag``'s rule written out in one
+    comprehension (a call per task was 100,000 Python calls in a probing replay); then one
+    stable sort by lag alone, which keeps task order among equal lags. Why two sorts and not one
+    of ``(lag, rank)`` packed in one int: a lag shifted past the rank makes a multi-digit int
+    per task, and building and comparing those cost more than the second sort of small ones (a
+    consumer of 100 tasks, 105 -> 82 us).
     """
     try:
         known = sorted(reported & stateful, key=_KEPT_RANK)
