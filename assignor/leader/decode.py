@@ -14,7 +14,7 @@ from operator import attrgetter
 from typing import cast
 
 from assignor.leader.guard import Groups, group_members
-from assignor.leader.model import DecodedGroup, MemberSubscription
+from assignor.leader.model import DecodedGroup, MemberSubscription, ProcessOf
 from protocol.codec import Codec
 from protocol.errors import AssignorError, ProtocolError
 from protocol.ids import ProcessId
@@ -29,6 +29,7 @@ _VERSION = attrgetter("version")
 _LATEST_SUPPORTED = attrgetter("latest_supported_version")
 _ERROR_CODE = attrgetter("error_code")
 _PROCESS_ID = attrgetter("process_id")
+_USER_DATA = attrgetter("user_data")
 
 
 def decode_group(members: Mapping[str, MemberSubscription], codec: Codec) -> DecodedGroup:
@@ -143,12 +144,18 @@ def _plain_group(
     its second rebalance) the general loop's bookkeeping per member cost more than reading
     the distinct bytes.
     """
-    datas = [members[member_id].user_data for member_id in ordered]
-    if set(map(type, datas)) != {bytes}:  # anything else is read per member, not shared
+    datas = list(map(_USER_DATA, map(members.__getitem__, ordered)))
+    try:
+        distinct = list(dict.fromkeys(datas))  # in the order of their first member
+    except TypeError:  # (bytes that cannot be hashed: read per member)
+        return None
+    # Anything but bytes is read per member, not shared (checked on the distinct payloads: a
+    # type that compares equal to bytes would have been kept under the first one's key, and
+    # equal bytes read the same).
+    if set(map(type, distinct)) != {bytes}:
         return None
     used = supported = codec.latest_supported
     decode = codec.subscription_reader()
-    distinct = list(dict.fromkeys(datas))  # in the order of their first member
     # Read in one pass and checked over all of them in C (2,010 distinct payloads at Kafka's
     # ManyThreadsPerClient point). A payload that cannot be read ends the pass: what was read
     # before it (``list.extend`` keeps what it took before the error) and its error stay in
@@ -165,17 +172,17 @@ def _plain_group(
         AssignorError.NONE
     }:
         return None
-    process_of_bytes = dict(zip(distinct, map(_PROCESS_ID, decoded), strict=True))
     grouped: dict[bytes, list[str]] = {data: [] for data in distinct}
     for member_id, data in zip(ordered, datas, strict=True):
         grouped[data].append(member_id)
     infos = cast(dict[bytes, SubscriptionInfo], read)
     used = min(used, *map(_VERSION, infos.values()))
     supported = min(supported, *map(_LATEST_SUPPORTED, infos.values()))
+    subscriptions = dict(zip(ordered, map(infos.__getitem__, datas), strict=True))
     return DecodedGroup(
-        subscriptions=dict(zip(ordered, map(infos.__getitem__, datas), strict=True)),
+        subscriptions=subscriptions,
         rejected={},
-        process_of=dict(zip(ordered, map(process_of_bytes.__getitem__, datas), strict=True)),
+        process_of=ProcessOf(subscriptions),
         min_used_version=used,
         min_supported_version=supported,
         future_version=None,

@@ -3,7 +3,7 @@ decision with what explains it (``assignor.leader.pipeline`` composes the steps 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -172,6 +172,32 @@ def unbuilt_info_result(
     return result
 
 
+class ProcessOf(Mapping[str, ProcessId]):
+    """Each member's process id, read from its decoded subscription when asked.
+
+    Why: the later steps ask it once per group of members that sent the same subscription
+    (``DecodedGroup.groups``), so a table of every member (10,000 consumers at Kafka's
+    ManyThreadsPerClient point, about a millisecond to build) was never read but per group.
+    """
+
+    __slots__ = ("_subscriptions",)
+
+    def __init__(self, subscriptions: Mapping[str, SubscriptionInfo]) -> None:
+        self._subscriptions = subscriptions
+
+    def __getitem__(self, member_id: str) -> ProcessId:
+        return self._subscriptions[member_id].process_id
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._subscriptions)
+
+    def __len__(self) -> int:
+        return len(self._subscriptions)
+
+    def __repr__(self) -> str:
+        return f"ProcessOf({dict(self)!r})"
+
+
 @dataclass(frozen=True, slots=True)
 class DecodedGroup:
     """Step 1's result."""
@@ -224,6 +250,7 @@ __all__ = [
     "LeaderResult",
     "MemberResult",
     "MemberSubscription",
+    "ProcessOf",
     "member_subscription",
     "unbuilt_info_result",
 ]

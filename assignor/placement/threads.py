@@ -309,11 +309,13 @@ def distribute_tasks(
              for i, got in assigned.items()}
         )
     stateful, standbys, stateless = passes
-    active: dict[str, Sequence[TaskId]] = dict.fromkeys(ordered_consumers, ())
+    # Both maps start from one map of every consumer to nothing, copied (a copy of a dict
+    # clones its table in C; a second ``fromkeys`` would insert 1,000 consumers again).
+    standby_by_consumer: dict[str, Sequence[TaskId]] = dict.fromkeys(ordered_consumers, ())
+    active = standby_by_consumer.copy()
     active.update(stateful)
     for consumer, tasks in stateless.items():
         active[consumer] = [*active[consumer], *tasks]
-    standby_by_consumer: dict[str, Sequence[TaskId]] = dict.fromkeys(ordered_consumers, ())
     standby_by_consumer.update(standbys)
     return ThreadAssignment(active=active, standby=standby_by_consumer)
 

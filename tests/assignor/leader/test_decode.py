@@ -62,6 +62,22 @@ def test_each_distinct_byte_string_is_read_once(caplog: pytest.LogCaptureFixture
     assert sum("x-" in r.getMessage() for r in caplog.records) == 2  # one line per member
 
 
+def test_the_plain_path_reads_each_members_process_through_its_subscription() -> None:
+    """The plain path's ``process_of`` is a view of the subscriptions, not a table of its own:
+    every member and no other, each with its subscription's process."""
+    members = {f"a-{i}": MemberSubscription((), _bytes(0)) for i in range(3)}
+    members |= {"b-0": MemberSubscription((), _bytes(1))}
+    decoded = decode_group(members, Codec())
+    assert len(decoded.process_of) == 4
+    assert list(decoded.process_of) == ["a-0", "a-1", "a-2", "b-0"]
+    assert dict(decoded.process_of) == {
+        m: decoded.subscriptions[m].process_id for m in members
+    }
+    assert decoded.process_of["b-0"] == ProcessId(uuid.UUID(int=2))
+    with pytest.raises(KeyError):
+        decoded.process_of["c-0"]
+
+
 def test_bytes_like_user_data_is_still_read() -> None:
     """User data the codec accepts but a dict cannot key (a bytearray) is read, not kept."""
     data = bytearray(_bytes(0))
