@@ -190,7 +190,6 @@ def encode_members(
     encode = writer.encode
     encode_packed = writer.encode_packed
     topic_index_of = writer.topic_index_of
-    process_of = decoded.process_of
     # Group by group (members that sent the same subscription object): the idle members of a
     # group share one answer, handed out in one C call, so an idle member costs a set look-up
     # (8,000 of 10,000 consumers over 1,000 tasks). Only busy members get answers of their own.
@@ -224,7 +223,7 @@ def encode_members(
                 if len(idle_ids) == len(member_ids):
                     continue
                 busy_ids = list(filter(busy.__contains__, member_ids))
-        first_process = process_of[member_ids[0]]
+        first_process = info.process_id  # (the group's process: ``process_of`` of its members)
         thread = thread_by_process.get(id(first_process))
         if thread is None:
             thread = thread_by_process[id(first_process)] = threads[first_process]

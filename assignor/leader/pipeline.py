@@ -299,7 +299,6 @@ def build_clients(
     (``tests/assignor/leader/test_build_clients.py`` checks both give equal states).
     """
     sums = end_sums if end_sums is not None else unknown_end_offset_sums(layout.stateful)
-    process_of = decoded.process_of
     # Each process's groups of members that sent the same subscription object, in the order
     # of their first member: the consumers of a process that run no task share one, so the
     # bookkeeping below runs per group, not per consumer (10 groups for 8,000 consumers at
@@ -307,7 +306,7 @@ def build_clients(
     by_process: dict[ProcessId, list[tuple[SubscriptionInfo, tuple[str, ...]]]] = {}
     last: tuple[ProcessId | None, list[tuple[SubscriptionInfo, tuple[str, ...]]]] = (None, [])
     for info, member_ids in member_groups(decoded):
-        process_id = process_of[member_ids[0]]
+        process_id = info.process_id  # (the group's process: ``process_of`` of its members)
         if process_id is not last[0]:  # (a process's consecutive groups: no hash each)
             last = (process_id, by_process.setdefault(process_id, []))
         last[1].append((info, member_ids))
