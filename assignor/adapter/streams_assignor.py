@@ -448,10 +448,17 @@ def _shared_subscriptions(
     names: tuple[list[str], tuple[str, ...]] = ([], ())  # the last topics, as a tuple
     for member_id, meta in members.items():
         data = meta.user_data
-        if type(data) is not bytes:  # (aiokafka hands bytes: no copy, no call)
-            data = bytes(data or b"")
-        known = known_bytes.get(data)
+        try:  # (aiokafka hands bytes: looked up as they are, no check each)
+            known = known_bytes.get(data)
+        except TypeError:  # unhashable (a bytearray): as bytes, below
+            known = None
         if known is None or known[0] != meta.subscription:
+            if type(data) is not bytes:  # kept as bytes only: anything else is copied
+                data = bytes(data or b"")
+                known = known_bytes.get(data)
+                if known is not None and known[0] == meta.subscription:
+                    subscriptions[member_id] = known[1]
+                    continue
             listed = meta.subscription
             topics.update(listed)
             if listed != names[0] or not names[1]:  # (records of the same topics share one)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from itertools import chain, compress, filterfalse
+from itertools import chain, compress, filterfalse, repeat
 from typing import cast
 
 from assignor.leader.cache import PlannedTasks
@@ -219,7 +219,7 @@ def encode_members(
         else:  # both kinds picked in C (8,000 idle of 10,000 members in ten groups)
             idle_ids = list(filterfalse(busy.__contains__, member_ids)) if busy else member_ids
             if idle_ids:
-                results.update(dict.fromkeys(idle_ids, idle_answer(member_hosts, fields)))
+                results.update(zip(idle_ids, repeat(idle_answer(member_hosts, fields))))
                 if len(idle_ids) == len(member_ids):
                     continue
                 busy_ids = list(filter(busy.__contains__, member_ids))

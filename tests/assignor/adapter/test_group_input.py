@@ -46,3 +46,20 @@ def test_the_fast_record_is_the_constructors() -> None:
     fast = member_subscription(("t",), b"x")
     assert type(fast) is MemberSubscription and fast == MemberSubscription(("t",), b"x")
     assert hash(fast) == hash(MemberSubscription(("t",), b"x"))
+
+
+def test_data_of_other_types_shares_the_record_of_the_same_bytes() -> None:
+    """A bytearray (which a dict cannot key) or ``None`` (no user data) is read as its bytes:
+    it shares the record of members that sent those bytes, whichever came first."""
+    members = {
+        "a": _meta(["t"], bytearray(b"x")),
+        "b": _meta(["t"], b"x"),
+        "c": _meta(["t"], None),  # type: ignore[arg-type]
+        "d": _meta(["t"], b""),
+        "e": _meta(["u"], bytearray(b"x")),
+    }
+    made = _shared_subscriptions(members, set())
+    assert made["a"] is made["b"] and made["a"] == MemberSubscription(("t",), b"x")
+    assert type(made["a"].user_data) is bytes
+    assert made["c"] is made["d"] and made["c"] == MemberSubscription(("t",), b"")
+    assert made["e"] == MemberSubscription(("u",), b"x")
