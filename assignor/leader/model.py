@@ -175,9 +175,10 @@ def unbuilt_info_result(
 class ProcessOf(Mapping[str, ProcessId]):
     """Each member's process id, read from its decoded subscription when asked.
 
-    Why: the later steps ask it once per group of members that sent the same subscription
-    (``DecodedGroup.groups``), so a table of every member (10,000 consumers at Kafka's
-    ManyThreadsPerClient point, about a millisecond to build) was never read but per group.
+    Why: the pipeline's steps read a process per group of members that sent the same
+    subscription (``DecodedGroup.groups``, from the group's subscription itself), so a table
+    of every member (10,000 consumers at Kafka's ManyThreadsPerClient point, about a
+    millisecond to build) served only readers outside the hot path (refusals, tools, tests).
     """
 
     __slots__ = ("_subscriptions",)
