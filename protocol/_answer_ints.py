@@ -72,7 +72,7 @@ def ranked_standby_entries(
     index: dict[str, int],
     named: bool,
 ) -> list[tuple[int, ...]] | None:
-    """The answer writer's ``_standby_entries`` for unnamed tasks of one partition each (the
+    """``_standby_entries`` for unnamed tasks of one partition each (the
     usual standbys), from each task's rank (``TaskId._rank``: ``subtopology << 31 |
     partition``, equal for equal unnamed tasks, ordered as Kafka's task order): the checks
     (the one against the active tasks by ranks, without a ``TaskId.__hash__`` call per
@@ -108,7 +108,6 @@ def ranked_standby_entries(
     return list(zip(*columns, strict=True))
 
 
-__all__ = ["Fallback", "among", "ranked_standby_entries", "unnamed_task_ints"]
 
 
 def packed_standby_entries(
@@ -160,3 +159,89 @@ def packed_array(entries: Sequence[bytes], count: int | None = None) -> bytes:
     array of them (of ``count`` elements when each entry packs several)."""
     header: bytes = msgpack.Packer().pack_array_header(len(entries) if count is None else count)
     return header + b"".join(entries)
+
+
+def standby_entries(
+    standby: Mapping[TaskId, tuple[TopicPartition, ...]],
+    active: tuple[TaskId, ...],
+    index: dict[str, int],
+    named: bool,
+) -> Sequence[Sequence[int]]:
+    """A member's standby entries (at least one task), ``[task ints..., topic index,
+    partition, ...]`` per task in task order (``named``: a 0 before each task's ints, as
+    from ``NAMED_TOPOLOGY_VERSION``); :class:`Fallback` for what the codec writes or refuses."""
+    if len(standby) == 1:  # one standby task, the common case at many consumers
+        return _one_standby(standby, active, index, named)
+    return _standby_entries(standby, active, index, named)
+
+
+def _one_standby(
+    standby: Mapping[TaskId, tuple[TopicPartition, ...]],
+    active: tuple[TaskId, ...],
+    index: dict[str, int],
+    named: bool,
+) -> Sequence[Sequence[int]]:
+    """:func:`_standby_entries` for a single standby task, with the same checks: at 10,000
+    consumers a thousand members carry exactly one, and the collection-wide checks cost
+    more than the entry."""
+    ((task, partitions),) = standby.items()
+    if len(partitions) != 1 or task.topology is not None or among(task, active):
+        return _standby_entries(standby, active, index, named)
+    (tp,) = partitions
+    topic = index.get(tp.topic)
+    if topic is None:
+        raise Fallback  # a topic only this member's standbys name is the codec's
+    if named:
+        return [[0, task.subtopology, task.partition, topic, tp.partition]]
+    return [[task.subtopology, task.partition, topic, tp.partition]]
+
+
+def _standby_entries(
+    standby: Mapping[TaskId, tuple[TopicPartition, ...]],
+    active: tuple[TaskId, ...],
+    index: dict[str, int],
+    named: bool,
+) -> Sequence[Sequence[int]]:
+    """:func:`standby_entries` of any number of tasks; the checks and the order computed
+    over whole collections in C."""
+    ranked = ranked_standby_entries(standby, active, index, named)
+    if ranked is not None:
+        return ranked
+    partitions = standby.values()
+    if (
+        not standby.keys().isdisjoint(active)  # both active and standby: the codec refuses
+        or any(map(_TOPOLOGY, standby))  # a named topology: the codec's
+        or not index.keys() >= set(map(_TOPIC, chain.from_iterable(partitions)))
+        or sum(map(len, partitions)) > MAX_STANDBY_PARTITIONS
+    ):
+        raise Fallback  # (a topic only this member's standbys name is the codec's too)
+    # Unnamed tasks in task order: by (subtopology, partition), compared in C; the pairs are
+    # unique, so the partitions are never compared.
+    rows = sorted(
+        zip(map(_SUBTOPOLOGY, standby), map(_PARTITION, standby), partitions, strict=True)
+    )
+    if set(map(len, partitions)) == {1}:  # one partition per task, the common case
+        if named:
+            return [[0, s, p, index[tp.topic], tp.partition] for s, p, (tp,) in rows]
+        return [[s, p, index[tp.topic], tp.partition] for s, p, (tp,) in rows]
+    entries: list[list[int]] = []
+    append = entries.append
+    for subtopology, partition, tps in rows:
+        entry = [0, subtopology, partition] if named else [subtopology, partition]
+        for tp in tps:
+            entry.append(index[tp.topic])
+            entry.append(tp.partition)
+        append(entry)
+    return entries
+
+
+__all__ = [
+    "Fallback",
+    "among",
+    "packed_array",
+    "packed_standby_entries",
+    "packed_task_ints",
+    "ranked_standby_entries",
+    "standby_entries",
+    "unnamed_task_ints",
+]

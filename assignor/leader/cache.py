@@ -66,7 +66,7 @@ class PlannedTasks:
         default_factory=dict, compare=False, repr=False
     )
     #: the last rebalance's busy answers and what they were written under
-    #: (``assignor.leader.encode``'s ``_AnswerMemo``; at most one, replaced each rebalance)
+    #: (``assignor.leader.answer_memo.AnswerMemo``; at most one, replaced each rebalance)
     answer_memo: list[object] = field(default_factory=list, compare=False, repr=False)
 
 

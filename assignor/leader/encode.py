@@ -4,14 +4,15 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
 from functools import partial
 from itertools import chain, compress, filterfalse, repeat
 from typing import cast
 
+from assignor.leader.answer_memo import MEMO_TASKS, AnswerMemo, MemoKey, answer_memo
 from assignor.leader.cache import PlannedTasks
 from assignor.leader.decode import member_groups
 from assignor.leader.model import ByTopic, DecodedGroup, MemberResult, unbuilt_info_result
+from assignor.leader.one_task_members import answer_one_task_members
 from assignor.leader.packed_standby import active_packed, standby_map, standby_packed
 from assignor.leader.partition_order import by_codes as _by_codes
 from assignor.leader.partition_order import in_partition_order as _in_partition_order
@@ -200,9 +201,105 @@ def encode_members(
     # copy of them (a dict copied in C) with its tasks stored, not nine values gathered anew.
     maps_by_endpoint: dict[int, tuple[HostMaps, dict[str, object]]] = {}
     thread_by_process: dict[int, ThreadAssignment] = {}
-    last_answers, answers, keeping = _answer_memo(
+    last_answers, answers, keeping = answer_memo(
         planned, layout, codec, hosts, version, commonly_supported, own_only
     )
+
+    def answer_member(
+        member_id: str, thread: ThreadAssignment, fields: dict[str, object]
+    ) -> None:
+        """A busy member's answer, stored in ``results`` (and the memo's ``answers``); one
+        task of one partition skips the general sorting."""
+        mine = thread.active.get(member_id, ())
+        standby_ids = thread.standby.get(member_id, ())
+        key: MemoKey | None = None
+        if (
+            keeping
+            and len(mine) + len(standby_ids) <= MEMO_TASKS
+            and member_id != followup_consumer
+        ):
+            key = (tuple(map(id, mine)), tuple(map(id, standby_ids)))
+            again = last_answers.get(key)
+            if again is not None:  # the same tasks as a member of the last rebalance
+                results[member_id] = again[0]
+                answers[key] = again
+                return
+        partitions: tuple[TopicPartition, ...] = ()
+        active_tasks: tuple[TaskId, ...] = ()
+        by_topic: ByTopic | None = None
+        places: list[int] | None = None  # (in the plan, of several active tasks)
+        if mine:
+            # (by the task object's id: the layout's own objects, no ``TaskId.__hash__``)
+            partitions = (find(id(mine[0])) or tasks[mine[0]]) if len(mine) == 1 else ()
+            if len(partitions) == 1:  # one task of one partition: nothing to sort
+                active_tasks = (mine[0],)
+            else:
+                if table is not None and len(mine) > _FEW_TASKS:
+                    places = table.places(mine)
+                partitions, active_tasks, by_topic = in_partition_order(mine, places)
+        if (
+            len(standby_ids) > 1
+            and planned is not None
+            and member_id != followup_consumer
+            and (index := topic_index_of(fields)) is not None
+            and (
+                entries := standby_packed(planned, standby_ids, mine, index, named, places)
+            )
+        ):
+            # Written from the plan's packed entries; the map of its standby tasks and its
+            # model made only if someone reads them (nothing on the way to aiokafka does).
+            ints = active_packed(planned, active_tasks, named) if len(mine) > 1 else None
+            packed = encode_packed(fields, active_tasks, len(standby_ids), entries, ints)
+            if packed is not None:
+                result = results[member_id] = unbuilt(
+                    partitions, fields, active_tasks,
+                    partial(_standby_of, tuple(standby_ids), layout, known, planned),
+                    packed, by_topic,
+                )
+                if key is not None:
+                    answers[key] = (result, tuple(mine), tuple(standby_ids))
+                return
+        standby: dict[TaskId, tuple[TopicPartition, ...]]
+        if not standby_ids:
+            standby = {}
+        elif len(standby_ids) == 1:
+            only = standby_ids[0]
+            parts = find(id(only)) or tasks[only]
+            standby = {only: parts if len(parts) < 2 else tuple(sorted(parts))}
+        else:
+            found = partitions_of(standby_ids, layout, known)
+            standby = standby_map(standby_ids, found, planned)
+        if member_id != followup_consumer:
+            # An answer of one task (most busy members) is written from the endpoint's
+            # fields and the member's tasks alone, its model built only if someone reads it
+            # (nothing on the way to aiokafka does): no dict of fields per member.
+            packed = one_task(fields, active_tasks, standby)
+            if packed is not None:
+                result = results[member_id] = unbuilt(
+                    partitions, fields, active_tasks, standby, packed, by_topic
+                )
+                if key is not None:
+                    answers[key] = (result, tuple(mine), tuple(standby_ids))
+                return
+        values = fields.copy()
+        values["active_tasks"] = active_tasks
+        values["standby_tasks"] = standby
+        if member_id == followup_consumer:
+            values["next_rebalance_ms"] = followup_ms
+        answer_info = trusted_model(AssignmentInfo, values)
+        entries = None
+        if planned is not None and len(standby) > 1:
+            index = writer.topic_index(answer_info)
+            entries = standby_packed(planned, standby_ids, mine, index, named)
+        result = results[member_id] = member_result(
+            partitions, answer_info, encode(answer_info, entries), by_topic
+        )
+        if key is not None:
+            answers[key] = (result, tuple(mine), tuple(standby_ids))
+
+    # Busy members answered after every group, per process and endpoint (by the ``id`` of the
+    # process's threads and of the endpoint's fields).
+    pending: dict[tuple[int, int], tuple[ThreadAssignment, dict[str, object], list[str]]] = {}
     for info, member_ids in member_groups(decoded):
         endpoint = info.user_endpoint
         kept = maps_by_endpoint.get(id(endpoint))
@@ -227,159 +324,27 @@ def encode_members(
         thread = thread_by_process.get(id(first_process))
         if thread is None:
             thread = thread_by_process[id(first_process)] = threads[first_process]
-        for member_id in busy_ids:
-            # A busy member mostly holds one task of one partition, active or standby (2,000
-            # of 10,000 consumers over 1,000 tasks): those shapes skip the general sorting.
-            mine = thread.active.get(member_id, ())
-            standby_ids = thread.standby.get(member_id, ())
-            key: _MemoKey | None = None
-            if (
-                keeping
-                and len(mine) + len(standby_ids) <= _MEMO_TASKS
-                and member_id != followup_consumer
-            ):
-                key = (tuple(map(id, mine)), tuple(map(id, standby_ids)))
-                again = last_answers.get(key)
-                if again is not None:  # the same tasks as a member of the last rebalance
-                    results[member_id] = again[0]
-                    answers[key] = again
-                    continue
-            partitions: tuple[TopicPartition, ...] = ()
-            active_tasks: tuple[TaskId, ...] = ()
-            by_topic: ByTopic | None = None
-            places: list[int] | None = None  # (in the plan, of several active tasks)
-            if mine:
-                # (by the task object's id: the layout's own objects, no ``TaskId.__hash__``)
-                partitions = (find(id(mine[0])) or tasks[mine[0]]) if len(mine) == 1 else ()
-                if len(partitions) == 1:  # one task of one partition: nothing to sort
-                    active_tasks = (mine[0],)
-                else:
-                    if table is not None and len(mine) > _FEW_TASKS:
-                        places = table.places(mine)
-                    partitions, active_tasks, by_topic = in_partition_order(mine, places)
-            if (
-                len(standby_ids) > 1
-                and planned is not None
-                and member_id != followup_consumer
-                and (index := topic_index_of(fields)) is not None
-                and (
-                    entries := standby_packed(planned, standby_ids, mine, index, named, places)
-                )
-            ):
-                # Written from the plan's packed entries; the map of its standby tasks and its
-                # model made only if someone reads them (nothing on the way to aiokafka does).
-                ints = active_packed(planned, active_tasks, named) if len(mine) > 1 else None
-                packed = encode_packed(fields, active_tasks, len(standby_ids), entries, ints)
-                if packed is not None:
-                    result = results[member_id] = unbuilt(
-                        partitions, fields, active_tasks,
-                        partial(_standby_of, tuple(standby_ids), layout, known, planned),
-                        packed, by_topic,
-                    )
-                    if key is not None:
-                        answers[key] = (result, tuple(mine), tuple(standby_ids))
-                    continue
-            standby: dict[TaskId, tuple[TopicPartition, ...]]
-            if not standby_ids:
-                standby = {}
-            elif len(standby_ids) == 1:
-                only = standby_ids[0]
-                parts = find(id(only)) or tasks[only]
-                standby = {only: parts if len(parts) < 2 else tuple(sorted(parts))}
-            else:
-                found = partitions_of(standby_ids, layout, known)
-                standby = standby_map(standby_ids, found, planned)
-            if member_id != followup_consumer:
-                # An answer of one task (most busy members) is written from the endpoint's
-                # fields and the member's tasks alone, its model built only if someone reads it
-                # (nothing on the way to aiokafka does): no dict of fields per member.
-                packed = one_task(fields, active_tasks, standby)
-                if packed is not None:
-                    result = results[member_id] = unbuilt(
-                        partitions, fields, active_tasks, standby, packed, by_topic
-                    )
-                    if key is not None:
-                        answers[key] = (result, tuple(mine), tuple(standby_ids))
-                    continue
-            values = fields.copy()
-            values["active_tasks"] = active_tasks
-            values["standby_tasks"] = standby
-            if member_id == followup_consumer:
-                values["next_rebalance_ms"] = followup_ms
-            answer_info = trusted_model(AssignmentInfo, values)
-            entries = None
-            if planned is not None and len(standby) > 1:
-                index = writer.topic_index(answer_info)
-                entries = standby_packed(planned, standby_ids, mine, index, named)
-            result = results[member_id] = member_result(
-                partitions, answer_info, encode(answer_info, entries), by_topic
-            )
-            if key is not None:
-                answers[key] = (result, tuple(mine), tuple(standby_ids))
+        if keeping:  # (each member looked up in the last rebalance's answers)
+            for member_id in busy_ids:
+                answer_member(member_id, thread, fields)
+            continue
+        # Else after every group, by process: its members of one task each answered together
+        # (2,000 of 10,000 consumers over 1,000 tasks; ``assignor.leader.one_task_members``).
+        batch = pending.get((id(thread), id(fields)))
+        if batch is None:
+            batch = pending[(id(thread), id(fields))] = (thread, fields, [])
+        batch[2].extend(busy_ids)
+    for thread, fields, waiting in pending.values():
+        if followup_consumer in waiting:
+            answer_member(followup_consumer, thread, fields)
+            waiting.remove(followup_consumer)
+        rest = answer_one_task_members(waiting, thread, fields, writer, known, results)
+        for member_id in rest:
+            answer_member(member_id, thread, fields)
     if keeping and planned is not None:  # (kept only with answers: else nothing held)
-        memo = _AnswerMemo(codec, version, commonly_supported, hosts, answers)
+        memo = AnswerMemo(codec, version, commonly_supported, hosts, answers)
         planned.answer_memo[:] = [memo] if answers else []
     return results
-
-
-#: Answers of members with at most this many tasks (active and standby) are kept for the next
-#: rebalance: a probing round's members hold a few each (two to four in ``prof_pa``'s replay),
-#: while a key of a member of thousands (two consumers over 6,000 tasks) cost 3.8 M
-#: instructions of a 106 M round in building, hashing and freeing, to be found again only in a
-#: round that moves none of them.
-_MEMO_TASKS = 8
-
-
-#: A busy member's tasks by the ids of its active and standby task objects, in its order.
-_MemoKey = tuple[tuple[int, ...], tuple[int, ...]]
-#: Its answer, and the task objects themselves (held, so the ids in the key stay theirs).
-_Answers = dict[_MemoKey, tuple[MemberResult, tuple[TaskId, ...], tuple[TaskId, ...]]]
-
-
-@dataclass(frozen=True, slots=True)
-class _AnswerMemo:
-    """One rebalance's busy answers and everything besides a member's tasks they depend on
-    (the plan holding it fixes the layout)."""
-
-    codec: Codec
-    version: int
-    commonly_supported: int
-    hosts: HostMaps
-    answers: _Answers
-
-
-def _answer_memo(
-    planned: PlannedTasks | None,
-    layout: TaskLayout,
-    codec: Codec,
-    hosts: HostMaps,
-    version: int,
-    commonly_supported: int,
-    own_only: bool,
-) -> tuple[_Answers, _Answers, bool]:
-    """The last rebalance's busy answers when this one writes under the same codec, versions
-    and host maps (by value: the writer sorts their hosts and partitions), else none; a dict
-    for this rebalance's, and whether they are kept (not when answers carry each endpoint's
-    own entry, or there is no plan to keep them in).
-
-    Why: in the probing rounds of a high-availability group most members keep their tasks
-    (265 of 296 members in ``tests/bench/prof_pa.py``'s replay); a member with the same task
-    objects in the same order under the same maps gets the same answer, so it is handed the
-    last one instead of sorting its partitions and packing its tasks again."""
-    if planned is None or own_only or planned.layout is not layout:
-        return {}, {}, False
-    kept = planned.answer_memo
-    last: _Answers = {}
-    if kept:
-        memo = cast(_AnswerMemo, kept[0])
-        if (
-            memo.codec is codec
-            and memo.version == version
-            and memo.commonly_supported == commonly_supported
-            and memo.hosts == hosts
-        ):
-            last = memo.answers
-    return last, {}, True
 
 
 def _standby_of(

@@ -307,3 +307,67 @@ def test_standby_topics_the_maps_do_not_name_are_written_without_the_codec(
             assert info.partitions_by_host is maps[0]
             assert writer.encode(info) == reference(info, version=version)
     assert asked == []
+
+
+@pytest.mark.parametrize("version", range(1, LATEST_VERSION + 1))
+def test_one_task_answers_are_the_codecs_bytes_written_together(version: int) -> None:
+    """The leader's batch of members of one task each (``one_task_answers``): each answer the
+    codec's bytes for the fields with that task alone, from a writer that has written nothing
+    yet (the frame built from the fields) and from one whose last answer had other maps."""
+    active, standby = _maps()
+    codec = Codec()
+    fields = dict(
+        AssignmentInfo(
+            version=version,
+            commonly_supported_version=version,
+            partitions_by_host=active,
+            standby_partitions_by_host=standby,
+        ).__dict__
+    )
+    tasks = [TaskId(0, 4), TaskId(1, 700), TaskId(2, 0)]
+    standby_tasks = [TaskId(0, 5), TaskId(3, 300)]
+    # (topic "a" from version 1: it has no standby host map, so "b" is not in its dictionary)
+    standby_parts = [TopicPartition("a", 5), TopicPartition("a", 300)]
+    other = AssignmentInfo(version=version, commonly_supported_version=version)
+    for before in ([], [other]):
+        writer = AnswerWriter(codec, version)
+        for info in before:
+            writer.encode(info)
+        written = writer.one_task_answers(fields, tasks, standby_tasks, standby_parts)
+        assert written is not None
+        expected_active = [
+            codec.encode_assignment(
+                AssignmentInfo(**{**fields, "active_tasks": (task,)}), version=version
+            )
+            for task in tasks
+        ]
+        expected_standby = [
+            codec.encode_assignment(
+                AssignmentInfo(**{**fields, "standby_tasks": {task: (tp,)}}), version=version
+            )
+            for task, tp in zip(standby_tasks, standby_parts, strict=True)
+        ]
+        assert written == (expected_active, expected_standby)
+        assert fields == dict(AssignmentInfo(**fields).__dict__)  # (read, not written)
+
+
+def test_one_task_answers_decline_what_the_general_path_writes() -> None:
+    """A named task, a standby topic the maps do not name, a follow-up or an error in the
+    fields: nothing written (``None``), the members left to the one-at-a-time path."""
+    active, standby = _maps()
+    writer = AnswerWriter(Codec(), LATEST_VERSION)
+    info = AssignmentInfo(
+        version=LATEST_VERSION,
+        commonly_supported_version=LATEST_VERSION,
+        partitions_by_host=active,
+        standby_partitions_by_host=standby,
+    )
+    fields = dict(info.__dict__)
+    plain = [TaskId(0, 1)]
+    assert writer.one_task_answers(fields, plain, [], []) is not None
+    assert writer.one_task_answers(fields, [*plain, TaskId(0, 2, "named")], [], []) is None
+    assert writer.one_task_answers(fields, [], [TaskId(0, 3)], [TopicPartition("z", 3)]) is None
+    followup = {**fields, "next_rebalance_ms": 5}
+    assert writer.one_task_answers(followup, plain, [], []) is None
+    failed = {**fields, "error_code": AssignorError.ASSIGNMENT_ERROR}
+    assert writer.one_task_answers(failed, plain, [], []) is None

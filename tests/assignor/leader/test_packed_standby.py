@@ -17,9 +17,10 @@ from assignor.leader.packed_standby import (
     standby_map,
     standby_packed,
 )
-from protocol import Codec, TaskId
-from protocol.answers import AnswerWriter
+from protocol import TaskId
+from protocol._answer_ints import standby_entries
 from protocol.codec import LATEST_VERSION
+from protocol.messages import NAMED_TOPOLOGY_VERSION
 
 
 def _plan(topics: int, partitions: int = 40) -> PlannedTasks:
@@ -35,9 +36,9 @@ def _plan(topics: int, partitions: int = 40) -> PlannedTasks:
 def _written(planned: PlannedTasks, standby: list[TaskId], active: tuple[TaskId, ...],
              index: dict[str, int], version: int) -> bytes:
     """What the writer packs from the tasks (its own path, without the plan's bytes)."""
-    writer = AnswerWriter(Codec(), version)
     found = partitions_of(standby, planned.layout, planned.partitions_by_id)
-    entries = writer._standby_entries(standby_map(standby, found), active, index)
+    named = version >= NAMED_TOPOLOGY_VERSION
+    entries = standby_entries(standby_map(standby, found), active, index, named)
     return bytes(msgpack.packb(entries))
 
 

@@ -9,12 +9,18 @@ from __future__ import annotations
 
 import copy
 import pickle
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
 
 from assignor import TopologyBuilder
 from assignor.config import AssignorConfig
+from assignor.leader import encode
 from assignor.leader.model import MemberResult, _UnbuiltInfoResult, unbuilt_info_result
+from assignor.leader.one_task_members import answer_one_task_members
 from assignor.leader.pipeline import assign_group
-from protocol.codec import Codec
+from protocol.codec import LATEST_VERSION, Codec
 from protocol.ids import HostInfo, TaskId, TopicPartition
 from protocol.messages import AssignmentInfo
 from tests.assignor.leader.pipeline_support import decoded, group, shop, subscription
@@ -22,11 +28,11 @@ from tests.assignor.leader.pipeline_support import decoded, group, shop, subscri
 STANDBY = AssignorConfig.model_validate({"num.standby.replicas": 1})
 
 
-def _many_threads() -> dict[str, bytes]:
+def _many_threads(build: int = 3) -> dict[str, bytes]:
     """Three processes of six consumers over the shop's nine tasks: most busy consumers hold
     one task, as at 1,000 threads per client."""
     return {
-        f"{p}-{c}": subscription(p, endpoint=HostInfo(f"app-{p}", 9000 + p))
+        f"{p}-{c}": subscription(p, build=build, endpoint=HostInfo(f"app-{p}", 9000 + p))
         for p in (1, 2, 3)
         for c in range(6)
     }
@@ -42,6 +48,36 @@ def test_the_unbuilt_model_is_the_one_the_bytes_carry() -> None:
         assert info == decoded(result, member, codec)
         assert result.members[member].info is info  # built once, the same at every read
         assert len(info.active_tasks) + len(info.standby_tasks) == 1
+
+
+def test_members_of_one_task_answered_together_match_one_at_a_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Past the host maps' budget (each member its own endpoint's entry, as at 1,000 threads
+    per client) the busy members of one task each are answered together per process
+    (``assignor.leader.one_task_members``): the same bytes, partitions and models as each
+    written on its own, and as the codec writes them."""
+    monkeypatch.setattr(encode, "GROUP_HOST_MAPS_BUDGET_BYTES", 100)
+    answered: list[str] = []
+
+    def spied(ids: list[str], *args: Any) -> Sequence[str]:
+        rest = answer_one_task_members(ids, *args)
+        answered.extend(m for m in ids if m not in rest)
+        return rest
+
+    monkeypatch.setattr(encode, "answer_one_task_members", spied)
+    together = assign_group(shop(), STANDBY, group(_many_threads(LATEST_VERSION), leader=1))
+    assert answered, "no member of one task was answered together"
+    monkeypatch.setattr(encode, "answer_one_task_members", lambda ids, *_: ids)
+    alone = assign_group(shop(), STANDBY, group(_many_threads(LATEST_VERSION), leader=1))
+    assert together.members.keys() == alone.members.keys()
+    codec = Codec()
+    for member, result in together.members.items():
+        other = alone.members[member]
+        assert result.user_data == other.user_data
+        assert result.partitions == other.partitions
+        assert result.info == other.info == decoded(together, member, codec)
+        assert not result.info.host_maps_complete
 
 
 def _values() -> tuple[AssignmentInfo, dict[str, object]]:
