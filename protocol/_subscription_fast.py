@@ -323,7 +323,7 @@ class TemplateReader:
     only reuse what its own bytes repeat.
     """
 
-    __slots__ = ("_latest", "_lengths", "_otherwise", "_seen", "_templates")
+    __slots__ = ("_last", "_latest", "_lengths", "_otherwise", "_seen", "_templates")
 
     def __init__(
         self, latest_supported: int, otherwise: Callable[[bytes], Read] = lambda raw: None
@@ -338,8 +338,9 @@ class TemplateReader:
         # process (1,000 processes) pays no template it would never use
         self._seen: set[int] = set()
         self._lengths: list[int] = []  # distinct prefix lengths, most recent last
-        # prefix bytes -> (suffix bytes, the template's fields but the sums)
-        self._templates: dict[bytes, tuple[bytes, dict[str, object]]] = {}
+        # prefix bytes -> (them, suffix bytes, the template's fields: all, in the model's order)
+        self._templates: dict[bytes, tuple[bytes, bytes, dict[str, object]]] = {}
+        self._last: tuple[bytes, bytes, dict[str, object]] | None = None  # the last that fit
 
     def read(self, raw: bytes) -> Read:
         """``decode_fast(raw, latest_supported)``, from a template when one fits; where that
@@ -348,30 +349,42 @@ class TemplateReader:
             return self._otherwise(raw)
         size = len(raw)
         if size <= FAST_MAX_BYTES:
-            templates = self._templates
-            for length in self._lengths:
-                known = templates.get(raw[:length])
-                if known is None:
-                    continue
-                suffix, fields = known
+            # The template that fit last, checked in place first: a process's payloads come
+            # one after another (sorted member ids). Any template whose bytes begin ``raw``
+            # parses it the same (msgpack's fields end where they end), so this is the one the
+            # look-up by prefix would find.
+            last = self._last
+            if last is not None and raw.startswith(last[0]) and raw.endswith(last[1]):
+                known: tuple[bytes, bytes, dict[str, object]] | None = last
+            else:
+                known = None
+                for length in self._lengths:
+                    known = self._templates.get(raw[:length])
+                    if known is not None:
+                        break
+                if known is None or not raw.endswith(known[1]):
+                    known = None
+            if known is not None:
+                prefix, suffix, fields = known
+                length = len(prefix)
                 end = size - len(suffix)
-                if end <= length or not raw.endswith(suffix):
-                    break
-                groups = _section(raw[length:end])
-                if type(groups) is not list:
-                    break
-                sums = _offset_sums(groups) if groups else {}
-                if sums is None:
-                    break
-                values = {**fields, "task_offset_sums": sums, "client_tags": {}}
-                # trusted_model's steps, without its call (2,000 payloads a rebalance at Kafka's
-                # ManyThreadsPerClient point): every field is in ``values``
-                message: SubscriptionInfo = new_instance(SubscriptionInfo)
-                set_model_dict(message, values)
-                set_fields_set(message, _ALL_FIELDS)
-                set_extra(message, None)
-                set_private(message, None)
-                return message
+                if end > length and type(groups := _section(raw[length:end])) is list:
+                    sums = _offset_sums(groups) if groups else {}
+                    if sums is not None:
+                        self._last = known
+                        # the template's fields in the model's order (a dict cloned in C),
+                        # the payload's own sums and a fresh map of tags stored in place;
+                        # trusted_model's steps without its call (2,000 payloads a rebalance
+                        # at Kafka's ManyThreadsPerClient point): every field is there
+                        values = fields.copy()
+                        values["task_offset_sums"] = sums
+                        values["client_tags"] = {}
+                        message: SubscriptionInfo = new_instance(SubscriptionInfo)
+                        set_model_dict(message, values)
+                        set_fields_set(message, _ALL_FIELDS)
+                        set_extra(message, None)
+                        set_private(message, None)
+                        return message
         info = decode_fast(raw, self._latest)
         if info is None:
             return self._otherwise(raw)
@@ -399,9 +412,8 @@ class TemplateReader:
             if len(lengths) >= MAX_TEMPLATE_PREFIX_LENGTHS:
                 return
             lengths.append(start)
-        fields = dict(vars(info))
-        del fields["task_offset_sums"], fields["client_tags"]
-        self._templates[raw[:start]] = (raw[end:], fields)
+        prefix = raw[:start]
+        self._templates[prefix] = (prefix, raw[end:], dict(vars(info)))
 
 
 __all__ = ["FAST_MAX_BYTES", "MAX_TEMPLATE_PREFIX_LENGTHS", "TemplateReader", "decode_fast"]

@@ -32,10 +32,10 @@ def same_as_alone(reader: TemplateReader, payload: bytes) -> SubscriptionInfo | 
     alone = decode_fast(payload, LATEST_VERSION)
     assert read == alone, payload
     if read is not None and alone is not None:
-        # field by field, down to the types, and no shared mutable field
-        assert {k: type(v) for k, v in vars(read).items()} == {
-            k: type(v) for k, v in vars(alone).items()
-        }
+        # field by field, in the model's order, down to the types, and no shared mutable field
+        assert [(k, type(v)) for k, v in vars(read).items()] == [
+            (k, type(v)) for k, v in vars(alone).items()
+        ]
         assert read.client_tags is not alone.client_tags
     return read
 
@@ -120,3 +120,34 @@ def test_the_consumers_of_one_process_are_read_from_a_template(monkeypatch) -> N
     read = codec.subscription_reader()
     assert [read(p) for p in payloads] == alone
     assert whole_reads == payloads[:2]  # a template from the process's second payload on
+
+
+def test_interleaved_processes_each_read_from_their_own_template(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Two processes' busy threads alternating (the template that fit last never fits the
+    next payload): each is found by its prefix, and reads as it would alone."""
+    def payloads(process: int) -> list[bytes]:
+        base = dict(
+            version=LATEST_VERSION,
+            latest_supported_version=LATEST_VERSION,
+            process_id=ProcessId.for_int(process),
+            user_endpoint=HostInfo(f"host-{process}", 8080),
+        )
+        return [
+            encode_subscription(SubscriptionInfo(task_offset_sums={TaskId(0, p): p}, **base))
+            for p in range(4)
+        ]
+
+    mixed = [p for pair in zip(payloads(5), payloads(6), strict=True) for p in pair]
+    codec = Codec()
+    alone = [codec.decode_subscription(p) for p in mixed]
+    whole_reads: list[bytes] = []
+    original = fast_module.decode_fast
+
+    def counted(raw: bytes, latest: int) -> SubscriptionInfo | None:
+        whole_reads.append(raw)
+        return original(raw, latest)
+
+    monkeypatch.setattr(fast_module, "decode_fast", counted)
+    read = codec.subscription_reader()
+    assert [read(p) for p in mixed] == alone
+    assert whole_reads == mixed[:4]  # each process's first two; every later one a template's
