@@ -26,7 +26,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from itertools import compress, repeat
+from itertools import chain, compress, islice, repeat
 from operator import attrgetter, itemgetter
 from typing import Any, Protocol
 
@@ -211,11 +211,12 @@ def _assign_pass(
             load[consumer] = floor
 
     if len(queue):
-        at_floor: Sequence[int] = (
-            range(len(load))
-            if load.count(floor) == len(load)
-            else list(compress(range(len(load)), map(floor.__eq__, load)))  # (in C)
-        )
+        at_floor: Sequence[int] = range(len(load))
+        if load.count(floor) != len(load):
+            # (in C; without skipped tasks only as many as tasks are left are handed any, so
+            # the scan stops there: 100 of 1,000 threads per client in a first rebalance)
+            at_floor_all = compress(range(len(load)), map(floor.__eq__, load))
+            at_floor = list(at_floor_all if skipped else islice(at_floor_all, len(queue)))
         if skipped:  # (no set of every thread at the floor when nothing was skipped)
             waiting = set(at_floor)
             for r in sorted(skipped):
@@ -304,10 +305,7 @@ def distribute_tasks(
         # A HashSet filled in task order, or the sorted set itself (already a valid heap).
         java_order = partial(_hash_set_ranks, task_of=task_of) if hashed else _sorted_order
         assigned = _assign_pass(keys, java_order, stateful_pass, prev, load)
-        passes.append(
-            {ordered_consumers[i]: list(map(task_of.__getitem__, got))
-             for i, got in assigned.items()}
-        )
+        passes.append(_by_consumer(assigned, ordered_consumers, task_of))
     stateful, standbys, stateless = passes
     # Both maps start from one map of every consumer to nothing, copied (a copy of a dict
     # clones its table in C; a second ``fromkeys`` would insert 1,000 consumers again).
@@ -318,6 +316,21 @@ def distribute_tasks(
         active[consumer] = [*active[consumer], *tasks]
     standby_by_consumer.update(standbys)
     return ThreadAssignment(active=active, standby=standby_by_consumer)
+
+
+def _by_consumer(
+    assigned: Mapping[int, list[int]], consumers: Sequence[str], task_of: Mapping[int, TaskId]
+) -> dict[str, list[TaskId]]:
+    """A pass's keys per consumer index as tasks per consumer name. When every consumer
+    took one task (a first rebalance at 1,000 threads per client: 100 per pass and client),
+    the names, tasks and one-task lists are made in C, not a comprehension step each."""
+    names = map(consumers.__getitem__, assigned)
+    flat = list(chain.from_iterable(assigned.values()))
+    if len(flat) == len(assigned) and all(assigned.values()):  # (so one task each)
+        one_each = map(list, zip(map(task_of.__getitem__, flat), strict=True))
+        return dict(zip(names, one_each, strict=True))
+    tasks = [list(map(task_of.__getitem__, got)) for got in assigned.values()]
+    return dict(zip(names, tasks, strict=True))
 
 
 class _IndexOf:
