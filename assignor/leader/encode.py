@@ -194,13 +194,9 @@ def encode_members(
     # Group by group (members that sent the same subscription object): the idle members of a
     # group share one answer, handed out in one C call, so an idle member costs a set look-up
     # (8,000 of 10,000 consumers over 1,000 tasks). Only busy members get answers of their own.
-    # Per group, its maps and its process's threads are found by the identity of its
-    # endpoint and process id (a process's groups share those objects), without hashing them
-    # in Python per group: at 1,000 threads per client each of 2,000 busy members is a group.
-    # With its maps, each endpoint's answer fields but the tasks: a busy member's fields are a
-    # copy of them (a dict copied in C) with its tasks stored, not nine values gathered anew.
+    # With its maps, each endpoint's answer fields but the tasks: a busy member's answer is
+    # written from them and its own tasks, not from nine values gathered anew.
     maps_by_endpoint: dict[int, tuple[HostMaps, dict[str, object]]] = {}
-    thread_by_process: dict[int, ThreadAssignment] = {}
     last_answers, answers, keeping = answer_memo(
         planned, layout, codec, hosts, version, commonly_supported, own_only
     )
@@ -297,44 +293,50 @@ def encode_members(
         if key is not None:
             answers[key] = (result, tuple(mine), tuple(standby_ids))
 
-    # Busy members answered after every group, per process and endpoint (by the ``id`` of the
-    # process's threads and of the endpoint's fields).
-    pending: dict[tuple[int, int], tuple[ThreadAssignment, dict[str, object], list[str]]] = {}
+    # What the groups of one process and endpoint share (a process's groups come one after
+    # another, so mostly found by two identity checks): its maps and fields, and its busy
+    # members, answered after every group. Keyed by the ids of the process id and endpoint
+    # objects (``decoded`` keeps them alive): at 1,000 threads per client each of 2,000 busy
+    # members is a group of its own.
+    Place = tuple[ProcessId, HostInfo | None, HostMaps, dict[str, object], list[str]]
+    places: dict[tuple[int, int], Place] = {}
+    place: Place | None = None
     for info, member_ids in member_groups(decoded):
+        process_id = info.process_id  # (the group's process: ``process_of`` of its members)
         endpoint = info.user_endpoint
-        kept = maps_by_endpoint.get(id(endpoint))
-        if kept is None:  # (the dict keeps no endpoint alive: ``decoded`` does)
-            kept = maps_by_endpoint[id(endpoint)] = _with_fields(
-                maps_of(info), version, commonly_supported, own_only
-            )
-        member_hosts, fields = kept
-        busy_ids: Sequence[str] = member_ids
+        if place is None or place[0] is not process_id or place[1] is not endpoint:
+            place = places.get((id(process_id), id(endpoint)))
+            if place is None:
+                kept = maps_by_endpoint.get(id(endpoint))
+                if kept is None:
+                    kept = maps_by_endpoint[id(endpoint)] = _with_fields(
+                        maps_of(info), version, commonly_supported, own_only
+                    )
+                place = places[(id(process_id), id(endpoint))] = (
+                    process_id, endpoint, kept[0], kept[1], []
+                )
         if len(member_ids) == 1:  # (a busy member's own group, mostly)
-            if member_ids[0] not in busy:
-                results[member_ids[0]] = idle_answer(member_hosts, fields)
-                continue
-        else:  # both kinds picked in C (8,000 idle of 10,000 members in ten groups)
-            idle_ids = list(filterfalse(busy.__contains__, member_ids)) if busy else member_ids
-            if idle_ids:
-                results.update(zip(idle_ids, repeat(idle_answer(member_hosts, fields))))
-                if len(idle_ids) == len(member_ids):
-                    continue
-                busy_ids = list(filter(busy.__contains__, member_ids))
-        first_process = info.process_id  # (the group's process: ``process_of`` of its members)
-        thread = thread_by_process.get(id(first_process))
-        if thread is None:
-            thread = thread_by_process[id(first_process)] = threads[first_process]
+            if member_ids[0] in busy:
+                place[4].append(member_ids[0])
+            else:
+                results[member_ids[0]] = idle_answer(place[2], place[3])
+            continue
+        # both kinds picked in C (8,000 idle of 10,000 members in ten groups)
+        idle_ids = list(filterfalse(busy.__contains__, member_ids)) if busy else member_ids
+        if idle_ids:
+            results.update(zip(idle_ids, repeat(idle_answer(place[2], place[3]))))
+        if len(idle_ids) != len(member_ids):
+            place[4].extend(filter(busy.__contains__, member_ids))
+    for process_id, _, _, fields, waiting in places.values():
+        if not waiting:
+            continue
+        thread = threads[process_id]
         if keeping:  # (each member looked up in the last rebalance's answers)
-            for member_id in busy_ids:
+            for member_id in waiting:
                 answer_member(member_id, thread, fields)
             continue
-        # Else after every group, by process: its members of one task each answered together
-        # (2,000 of 10,000 consumers over 1,000 tasks; ``assignor.leader.one_task_members``).
-        batch = pending.get((id(thread), id(fields)))
-        if batch is None:
-            batch = pending[(id(thread), id(fields))] = (thread, fields, [])
-        batch[2].extend(busy_ids)
-    for thread, fields, waiting in pending.values():
+        # Members of one task each answered together (2,000 of 10,000 consumers over 1,000
+        # tasks: ``assignor.leader.one_task_members``), the follow-up's answer its own.
         if followup_consumer in waiting:
             answer_member(followup_consumer, thread, fields)
             waiting.remove(followup_consumer)
