@@ -219,17 +219,21 @@ def _assign_pass(
             at_floor = list(at_floor_all if skipped else islice(at_floor_all, len(queue)))
         if skipped:  # (no set of every thread at the floor when nothing was skipped)
             waiting = set(at_floor)
+            present = queue.present
+            back: list[int] = []  # removed from the queue in this order (logged once, below)
             for r in sorted(skipped):
                 consumer = skipped[r]
-                if consumer in waiting and r in queue:
+                if consumer in waiting and r in present:
                     assignment.setdefault(consumer, []).append(r)
                     load[consumer] += 1
-                    queue.remove(r)
+                    back.append(r)  # (distinct: taking one never changes whether another is in)
                     waiting.discard(consumer)
+            if back:
+                queue.remove_many(back)
             # The rest in heap-array order, to the threads at the floor that took no skipped
             # task.
             if len(waiting) < len(at_floor):
-                at_floor = [i for i in at_floor if i in waiting]
+                at_floor = list(filter(waiting.__contains__, at_floor))
         leftovers = queue.heap_order()
         if len(leftovers) > len(at_floor):
             # Java would fail here with a NullPointerException.
