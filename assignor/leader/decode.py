@@ -154,14 +154,13 @@ def _plain_group(
     if set(map(type, distinct)) != {bytes}:
         return None
     used = supported = codec.latest_supported
-    decode = codec.subscription_reader()
     # Read in one pass and checked over all of them in C (2,010 distinct payloads at Kafka's
     # ManyThreadsPerClient point). A payload that cannot be read ends the pass: what was read
     # before it (``list.extend`` keeps what it took before the error) and its error stay in
     # ``read``, and the general loop reads only the rest.
     decoded: list[SubscriptionInfo | VersionHeader] = []
     try:
-        decoded.extend(map(decode, distinct))
+        decoded.extend(codec.read_subscriptions(distinct))
     except ProtocolError as exc:
         read.update(zip(distinct, decoded, strict=False))
         read[distinct[len(decoded)]] = exc

@@ -11,6 +11,7 @@ template path must really be taken for the shape it exists for.
 from __future__ import annotations
 
 import msgpack
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -19,6 +20,7 @@ from assignor.testing import subscription_infos
 from protocol import HostInfo, ProcessId, SubscriptionInfo, TaskId
 from protocol._subscription_fast import TemplateReader, decode_fast
 from protocol.codec import LATEST_VERSION, Codec, encode_subscription
+from protocol.errors import ProtocolError
 
 MUTATIONS = settings(
     max_examples=settings.default.max_examples * 2,
@@ -117,8 +119,7 @@ def test_the_consumers_of_one_process_are_read_from_a_template(monkeypatch) -> N
         return original(raw, latest)
 
     monkeypatch.setattr(fast_module, "decode_fast", counted)
-    read = codec.subscription_reader()
-    assert [read(p) for p in payloads] == alone
+    assert list(codec.read_subscriptions(payloads)) == alone
     assert whole_reads == payloads[:2]  # a template from the process's second payload on
 
 
@@ -148,6 +149,25 @@ def test_interleaved_processes_each_read_from_their_own_template(monkeypatch) ->
         return original(raw, latest)
 
     monkeypatch.setattr(fast_module, "decode_fast", counted)
-    read = codec.subscription_reader()
-    assert [read(p) for p in mixed] == alone
+    assert list(codec.read_subscriptions(mixed)) == alone
     assert whole_reads == mixed[:4]  # each process's first two; every later one a template's
+
+
+def test_reading_stops_at_a_payload_that_cannot_be_read() -> None:
+    """The leader keeps what was read before an unreadable payload (``list.extend``), and
+    reads the rest member by member: the payloads before it are yielded, then it raises."""
+    base = dict(
+        version=LATEST_VERSION,
+        latest_supported_version=LATEST_VERSION,
+        process_id=ProcessId.for_int(7),
+        user_endpoint=HostInfo("host-7", 8080),
+    )
+    good = [
+        encode_subscription(SubscriptionInfo(task_offset_sums={TaskId(0, p): p}, **base))
+        for p in range(3)
+    ]
+    read: list[object] = []
+    codec = Codec()
+    with pytest.raises(ProtocolError):
+        read.extend(codec.read_subscriptions([*good, b"\x00not msgpack", good[0]]))
+    assert read == [codec.decode_subscription(p) for p in good]
