@@ -3,7 +3,7 @@ decision with what explains it (``assignor.leader.pipeline`` composes the steps 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -172,6 +172,38 @@ def unbuilt_info_result(
     return result
 
 
+def store_one_task_results(
+    results: dict[str, MemberResult],
+    fields: Mapping[str, object],
+    members: Iterable[tuple[str, TaskId, tuple[TopicPartition, ...]]],
+    answers: Iterable[bytes],
+    *,
+    standby: bool,
+) -> None:
+    """``results[member] = unbuilt_info_result(...)`` for members of one task each (``members``
+    as (member, task, the task's partitions), ``answers`` their bytes in the same order), the
+    task active or, with ``standby``, a standby task; the results' slots set in one loop, not
+    a call each (2,000 members a rebalance at 1,000 threads per client)."""
+    new, kind = _new_object, _UnbuiltInfoResult
+    set_partitions, set_user_data = _set_result_partitions, _set_result_user_data
+    set_by_topic, set_fields = _set_result_by_topic, _set_fields
+    set_active, set_standby = _set_active, _set_standby
+    for (member_id, task, partitions), user_data in zip(members, answers, strict=True):
+        result = new(kind)
+        set_user_data(result, user_data)
+        set_by_topic(result, None)
+        set_fields(result, fields)
+        if standby:
+            set_partitions(result, ())
+            set_active(result, ())
+            set_standby(result, {task: partitions})
+        else:
+            set_partitions(result, partitions)
+            set_active(result, (task,))
+            set_standby(result, {})
+        results[member_id] = result
+
+
 class ProcessOf(Mapping[str, ProcessId]):
     """Each member's process id, read from its decoded subscription when asked.
 
@@ -253,5 +285,6 @@ __all__ = [
     "MemberSubscription",
     "ProcessOf",
     "member_subscription",
+    "store_one_task_results",
     "unbuilt_info_result",
 ]

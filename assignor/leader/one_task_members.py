@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from assignor.leader.model import MemberResult, unbuilt_info_result
+from assignor.leader.model import MemberResult, store_one_task_results
 from assignor.placement.threads import ThreadAssignment
 from protocol.answers import AnswerWriter
 from protocol.ids import TaskId, TopicPartition
@@ -59,11 +59,8 @@ def answer_one_task_members(
     )
     if written is None:
         return member_ids
-    unbuilt = unbuilt_info_result
-    for (member_id, task, parts), packed in zip(one_active, written[0], strict=True):
-        results[member_id] = unbuilt(parts, fields, (task,), {}, packed, None)
-    for (member_id, task, parts), packed in zip(one_standby, written[1], strict=True):
-        results[member_id] = unbuilt((), fields, (), {task: parts}, packed, None)
+    store_one_task_results(results, fields, one_active, written[0], standby=False)
+    store_one_task_results(results, fields, one_standby, written[1], standby=True)
     return rest
 
 
