@@ -97,6 +97,19 @@ def test_sums_of_another_shape_are_never_accepted_alone(data: st.DataObject) -> 
     same_as_alone(reader, payload[:1] + head + middle + tail)
 
 
+def _whole_reads(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    """Every payload read whole (``decode_fast``) from now on, not from a template."""
+    whole_reads: list[bytes] = []
+    original = fast_module.decode_fast
+
+    def counted(raw: bytes, latest: int) -> SubscriptionInfo | None:
+        whole_reads.append(raw)
+        return original(raw, latest)
+
+    monkeypatch.setattr(fast_module, "decode_fast", counted)
+    return whole_reads
+
+
 def test_the_consumers_of_one_process_are_read_from_a_template(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """Busy threads of one process (one task each) after an idle one: one whole read."""
     base = dict(
@@ -111,14 +124,7 @@ def test_the_consumers_of_one_process_are_read_from_a_template(monkeypatch) -> N
     ]
     codec = Codec()
     alone = [codec.decode_subscription(p) for p in payloads]
-    whole_reads: list[bytes] = []
-    original = fast_module.decode_fast
-
-    def counted(raw: bytes, latest: int) -> SubscriptionInfo | None:
-        whole_reads.append(raw)
-        return original(raw, latest)
-
-    monkeypatch.setattr(fast_module, "decode_fast", counted)
+    whole_reads = _whole_reads(monkeypatch)
     assert list(codec.read_subscriptions(payloads)) == alone
     assert whole_reads == payloads[:2]  # a template from the process's second payload on
 
@@ -141,14 +147,7 @@ def test_interleaved_processes_each_read_from_their_own_template(monkeypatch) ->
     mixed = [p for pair in zip(payloads(5), payloads(6), strict=True) for p in pair]
     codec = Codec()
     alone = [codec.decode_subscription(p) for p in mixed]
-    whole_reads: list[bytes] = []
-    original = fast_module.decode_fast
-
-    def counted(raw: bytes, latest: int) -> SubscriptionInfo | None:
-        whole_reads.append(raw)
-        return original(raw, latest)
-
-    monkeypatch.setattr(fast_module, "decode_fast", counted)
+    whole_reads = _whole_reads(monkeypatch)
     assert list(codec.read_subscriptions(mixed)) == alone
     assert whole_reads == mixed[:4]  # each process's first two; every later one a template's
 
