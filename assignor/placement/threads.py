@@ -329,9 +329,9 @@ def _by_consumer(
     took one task (a first rebalance at 1,000 threads per client: 100 per pass and client),
     the names, tasks and one-task lists are made in C, not a comprehension step each."""
     names = map(consumers.__getitem__, assigned)
-    flat = list(chain.from_iterable(assigned.values()))
-    if len(flat) == len(assigned) and all(assigned.values()):  # (so one task each)
-        one_each = map(list, zip(map(task_of.__getitem__, flat), strict=True))
+    got = assigned.values()
+    if sum(map(len, got)) == len(assigned) and all(got):  # (so one task each)
+        one_each = map(list, zip(map(task_of.__getitem__, chain.from_iterable(got))))
         return dict(zip(names, one_each, strict=True))
     tasks = [list(map(task_of.__getitem__, got)) for got in assigned.values()]
     return dict(zip(names, tasks, strict=True))
