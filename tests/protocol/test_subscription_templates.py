@@ -170,3 +170,80 @@ def test_reading_stops_at_a_payload_that_cannot_be_read() -> None:
     with pytest.raises(ProtocolError):
         read.extend(codec.read_subscriptions([*good, b"\x00not msgpack", good[0]]))
     assert read == [codec.decode_subscription(p) for p in good]
+
+
+_LEAF = st.one_of(
+    st.none(), st.booleans(), st.integers(-(2**63), 2**64 - 1), st.text(max_size=3),
+    st.binary(max_size=3),
+)
+#: one group's offset sum: the valid ones, their neighbours, and the ends of the range
+_SUM = st.one_of(st.sampled_from([-4, -3, -2, -1, 0, 2**63 - 1, 2**63]), st.integers(0, 2**40))
+_ONE_TASK = st.builds(lambda s, p, o: msgpack.packb([[None, s, p, o]]), st.integers(0, 1),
+                      st.integers(0, 29), st.sampled_from([-3, -2, 0, 7, 2**63 - 1]))
+#: the in-between bytes of a payload of a process's run: mostly a busy consumer's report of
+#: one task it has seen (the shape read together), else one that fails one check (a task it
+#: has not seen, a sum or number out of range), no sums, or one or more values of any shape
+_SECTIONS = st.one_of(
+    _ONE_TASK, _ONE_TASK, _ONE_TASK, _ONE_TASK,
+    st.builds(
+        lambda s, p, o: msgpack.packb([[None, s, p, o]]),
+        st.integers(-1, 3), st.integers(-1, 60), _SUM,
+    ),
+    st.just(msgpack.packb([])),
+    st.lists(st.one_of(_LEAF, st.lists(_LEAF, max_size=5)), min_size=1, max_size=3).map(
+        lambda values: b"".join(msgpack.packb(v, use_bin_type=True) for v in values)
+    ),
+)
+
+
+def _read_in_order(codec: Codec, payloads: list[bytes]) -> tuple[list[object], bool]:
+    """What ``read_subscriptions`` yields before it stops, and whether it raised."""
+    read: list[object] = []
+    try:
+        read.extend(codec.read_subscriptions(payloads))
+    except ProtocolError:
+        return read, True
+    return read, False
+
+
+@settings(MUTATIONS)
+@given(data=st.data())
+def test_a_run_of_one_process_reads_as_each_payload_alone(data: st.DataObject) -> None:
+    """A process's payloads read together (``_read_run``: four or more that fit one template,
+    here among another process's) read exactly as each would alone, whatever their offset
+    sums hold: a message equal field by field, in the model's order, with its own map of
+    tags; or, at the first payload that cannot be read, the error there after every payload
+    before it."""
+    info = data.draw(subscription_infos(st.just(LATEST_VERSION), named=False))
+    payload = encode_subscription(info)
+    codec = Codec()
+    codec.decode_subscription(  # tasks this process has seen (a few of those drawn below)
+        encode_subscription(info.model_copy(
+            update={"task_offset_sums": {TaskId(s, p): 0 for s in range(2) for p in range(30)}}
+        ))
+    )
+    items = msgpack.unpackb(payload, raw=False)
+    head = payload[:1] + msgpack.packb(items[:6], use_bin_type=True)[1:]
+    tail = msgpack.packb(items[7:], use_bin_type=True)[1:]
+    sections = data.draw(st.lists(_SECTIONS, min_size=4, max_size=12))
+    run = [head + section + tail for section in sections]
+    other = encode_subscription(SubscriptionInfo(
+        version=LATEST_VERSION, latest_supported_version=LATEST_VERSION,
+        process_id=ProcessId.for_int(99), user_endpoint=HostInfo("host-other", 8080),
+    ))
+    payloads = [payload, payload, *[p for raw in run for p in (raw, other)]]
+    alone: list[object] = []
+    for raw in payloads:
+        try:
+            alone.append(Codec().decode_subscription(raw))
+        except ProtocolError:
+            break
+    read, raised = _read_in_order(codec, payloads)
+    assert read == alone
+    assert raised == (len(alone) < len(payloads))
+    for together, single in zip(read, alone, strict=True):
+        assert [(k, type(v)) for k, v in vars(together).items()] == [
+            (k, type(v)) for k, v in vars(single).items()
+        ]
+    tags = [id(m.client_tags) for m in read if isinstance(m, SubscriptionInfo)]
+    assert len(set(tags)) == len(tags)  # no map of tags shared between members
