@@ -363,6 +363,27 @@ def test_one_task_left_is_the_heap_without_a_replay() -> None:
     assert checked > 100
 
 
+def test_a_heap_of_polls_only_is_built_as_java_builds_it() -> None:
+    """A queue that was only polled (or not touched) is rebuilt by ``heapq`` in C: the same
+    array as Java's heapify and polls taken one step at a time, from random Java orders
+    (distinct keys in no order, sorted when polled)."""
+    fast = 0
+    for seed in range(600):
+        rng = random.Random(seed)
+        n = rng.randint(2, 120)
+        order = list(range(n))
+        rng.shuffle(order)
+        keys = rng.sample(range(10_000), n)
+        queue = LazyQueue(keys, lambda ordered, order=order: order.copy())
+        for _ in range(rng.choice([0, 0, 1, 3])):
+            smallest = sorted(queue.present)[: rng.randint(1, 4)]
+            assert queue.poll_many(len(smallest)) == smallest, seed
+        step_by_step = queue._replayed_step_by_step(queue._ordered(), order)
+        assert queue.replayed() == step_by_step, seed
+        fast += all(polled for polled, _ in queue.log)
+    assert fast == 600  # every queue took the heapq path
+
+
 @given(
     ordered=st.sets(st.tuples(st.integers(0, 3), st.integers(0, 20), st.booleans()), max_size=25),
     asked=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 20), st.booleans()), max_size=25),
