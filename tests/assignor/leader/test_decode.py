@@ -160,6 +160,7 @@ def test_a_plain_group_reads_as_the_general_loop_reads_it(
     finally:
         decode_module._plain_group = original
     assert plain.subscriptions == general.subscriptions
+    assert list(plain.subscriptions) == list(general.subscriptions)  # the members' order too
     assert plain.process_of == general.process_of
     assert (plain.min_used_version, plain.min_supported_version) == (
         general.min_used_version,
@@ -168,3 +169,22 @@ def test_a_plain_group_reads_as_the_general_loop_reads_it(
     assert [(info, ids) for info, ids in plain.groups] == list(general.groups)
     assert all(plain.subscriptions[m] is info for info, ids in plain.groups for m in ids)
     assert (plain.rejected, plain.future_version, plain.shutdown_requested_by) == ({}, None, ())
+
+
+def test_the_plain_paths_table_of_members_is_built_only_when_read() -> None:
+    """``SubscriptionOf``: its length and order come from the members, without the table;
+    the first look-up builds it once, and every member reads its payload's message."""
+    from assignor.leader.model import SubscriptionOf
+
+    first, second = _bytes(0), _bytes(1)
+    read = {first: Codec().decode_subscription(first), second: Codec().decode_subscription(second)}
+    table = SubscriptionOf(["a", "b", "c"], [first, second, first], read)  # type: ignore[arg-type]
+    assert len(table) == 3 and list(table) == ["a", "b", "c"]
+    assert table._table is None
+    assert table["c"] is read[first] and "b" in table and "d" not in table
+    built = table._table
+    assert built == {"a": read[first], "b": read[second], "c": read[first]}
+    assert table == built and dict(table) == built and table._table is built
+    assert repr(table).startswith("SubscriptionOf({'a': ")
+    with pytest.raises(KeyError):
+        table["d"]
