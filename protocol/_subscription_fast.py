@@ -335,7 +335,7 @@ def _read_run(raws: list[bytes], known: _Template) -> list[SubscriptionInfo | No
     before). Every check of :meth:`TemplateReader._read_one` for those shapes
     (:func:`_section`'s read within msgpack's own limits, :func:`_offset_sums`' one-task
     checks) is made over the whole run in C; each message is then built as ``_read_one``
-    builds it.
+    builds it (:func:`_message`).
 
     Why: at Kafka's ManyThreadsPerClient point the second rebalance's leader reads 2,000 such
     payloads (10 processes' consumers, interleaved in member order), and checking each in
@@ -358,20 +358,26 @@ def _read_run(raws: list[bytes], known: _Template) -> list[SubscriptionInfo | No
     if task_sums is not None:
         readable += busy
         sums += task_sums
-    # one loop: ``map`` over the slots' setters and ``dict.__setitem__`` took longer (each
-    # such call through a wrapper object builds an argument tuple)
-    new, fields_set = new_instance, _ALL_FIELDS
+    # one call per message: ``map`` over the slots' setters and ``dict.__setitem__`` took
+    # longer (each such call through a wrapper object builds an argument tuple)
     for at, offset_sums in zip(readable, sums, strict=True):
-        values = fields.copy()
-        values["task_offset_sums"] = offset_sums
-        values["client_tags"] = {}
-        message: SubscriptionInfo = new(SubscriptionInfo)
-        set_model_dict(message, values)
-        set_fields_set(message, fields_set)
-        set_extra(message, None)
-        set_private(message, None)
-        read[at] = message
+        read[at] = _message(fields, offset_sums)
     return read
+
+
+def _message(fields: dict[str, object], offset_sums: dict[object, int]) -> SubscriptionInfo:
+    """A template's message with a payload's own offset sums: the template's fields in the
+    model's order (a dict cloned in C), the sums and a fresh map of tags stored in place;
+    ``trusted_model``'s steps without its call, as every field is there."""
+    values = fields.copy()
+    values["task_offset_sums"] = offset_sums
+    values["client_tags"] = {}
+    message: SubscriptionInfo = new_instance(SubscriptionInfo)
+    set_model_dict(message, values)
+    set_fields_set(message, _ALL_FIELDS)
+    set_extra(message, None)
+    set_private(message, None)
+    return message
 
 
 def _one_task_sums(groups: list[object]) -> list[dict[object, int]] | None:
@@ -518,18 +524,7 @@ class TemplateReader:
         if end > len(prefix) and type(groups := _section(raw[len(prefix) : end])) is list:
             sums = _offset_sums(groups) if groups else {}
             if sums is not None:
-                # the template's fields in the model's order (a dict cloned in C), the
-                # payload's own sums and a fresh map of tags stored in place; trusted_model's
-                # steps without its call: every field is there
-                values = fields.copy()
-                values["task_offset_sums"] = sums
-                values["client_tags"] = {}
-                message: SubscriptionInfo = new_instance(SubscriptionInfo)
-                set_model_dict(message, values)
-                set_fields_set(message, _ALL_FIELDS)
-                set_extra(message, None)
-                set_private(message, None)
-                return message
+                return _message(fields, sums)
         return self._read_whole(raw)
 
     def _read_whole(self, raw: bytes) -> Read:
