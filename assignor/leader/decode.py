@@ -28,7 +28,6 @@ FUTURE_PROCESS_ID = ProcessId(uuid.UUID("00000000-0000-0000-0000-00000000fffe"))
 _VERSION = attrgetter("version")
 _LATEST_SUPPORTED = attrgetter("latest_supported_version")
 _ERROR_CODE = attrgetter("error_code")
-_USER_DATA = attrgetter("user_data")
 
 
 def decode_group(members: Mapping[str, MemberSubscription], codec: Codec) -> DecodedGroup:
