@@ -57,7 +57,8 @@ from protocol._read import (
     fail,
     read_header,
 )
-from protocol._subscription_fast import TemplateReader, decode_fast
+from protocol._subscription_fast import decode_fast
+from protocol._subscription_templates import TemplateReader
 from protocol.errors import MAX_PROBLEM_CHARS, ProtocolError, shorten
 from protocol.ids import INT32_MAX, HostInfo
 from protocol.messages import (
@@ -193,7 +194,7 @@ class Codec:
     ) -> Iterator[SubscriptionInfo | VersionHeader]:
         """``decode_subscription`` of each of one rebalance's ``payloads``, in order: each read
         as it would be alone, those that repeat a payload read before but for their offset
-        sums read from that one's checked fields (``protocol._subscription_fast.
+        sums read from that one's checked fields (``protocol._subscription_templates.
         TemplateReader``), in one frame, not a call per payload (the leader reads 2,010
         distinct payloads at Kafka's ManyThreadsPerClient point). A payload that cannot be
         read raises there, after those before it were yielded."""

@@ -1,6 +1,6 @@
 """A subscription read from a template reads exactly as it would alone.
 
-``protocol._subscription_fast.TemplateReader`` reads a payload that repeats an earlier one's
+``protocol._subscription_templates.TemplateReader`` reads a payload that repeats an earlier one's
 bytes but for its offset sums from that payload's checked fields. Whatever it answers must be
 ``decode_fast``'s answer for the same bytes (a message or ``None``), whichever payloads it read
 before: checked with a template in place and the second payload's sums drawn, then its bytes
@@ -15,10 +15,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import protocol._subscription_fast as fast_module
+import protocol._subscription_templates as templates_module
 from assignor.testing import subscription_infos
 from protocol import HostInfo, ProcessId, SubscriptionInfo, TaskId
-from protocol._subscription_fast import TemplateReader, decode_fast
+from protocol._subscription_fast import decode_fast
+from protocol._subscription_templates import TemplateReader
 from protocol.codec import LATEST_VERSION, Codec, encode_subscription
 from protocol.errors import ProtocolError
 
@@ -100,13 +101,13 @@ def test_sums_of_another_shape_are_never_accepted_alone(data: st.DataObject) -> 
 def _whole_reads(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
     """Every payload read whole (``decode_fast``) from now on, not from a template."""
     whole_reads: list[bytes] = []
-    original = fast_module.decode_fast
+    original = templates_module.decode_fast
 
     def counted(raw: bytes, latest: int) -> SubscriptionInfo | None:
         whole_reads.append(raw)
         return original(raw, latest)
 
-    monkeypatch.setattr(fast_module, "decode_fast", counted)
+    monkeypatch.setattr(templates_module, "decode_fast", counted)
     return whole_reads
 
 
