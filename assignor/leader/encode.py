@@ -11,7 +11,13 @@ from typing import cast
 from assignor.leader.answer_memo import MEMO_TASKS, AnswerMemo, MemoKey, answer_memo
 from assignor.leader.cache import PlannedTasks
 from assignor.leader.decode import member_groups
-from assignor.leader.model import ByTopic, DecodedGroup, MemberResult, unbuilt_info_result
+from assignor.leader.model import (
+    ByTopic,
+    DecodedGroup,
+    MemberResult,
+    member_result,
+    unbuilt_info_result,
+)
 from assignor.leader.one_task_members import answer_one_task_members
 from assignor.leader.packed_standby import active_packed, standby_map, standby_packed
 from assignor.leader.partition_order import by_codes as _by_codes
@@ -183,7 +189,6 @@ def encode_members(
 
     followup_ms = followup_at_ms
     find = known.get
-    member_result = _member_result
     unbuilt = unbuilt_info_result
     one_task = writer.one_task_of
     version = writer.version
@@ -376,41 +381,6 @@ def _with_fields(
         "next_rebalance_ms": NO_FOLLOWUP_REBALANCE,
         "host_maps_complete": not own_only,
     }
-
-
-def _fast_member_result(
-    partitions: tuple[TopicPartition, ...],
-    info: AssignmentInfo,
-    user_data: bytes,
-    by_topic: ByTopic | None,
-) -> MemberResult:
-    """``MemberResult(...)`` without the frozen dataclass's ``__setattr__`` detour per field
-    (2,000 busy members at 1,000 threads per client): its slots set directly."""
-    result: MemberResult = _new_object(MemberResult)
-    _set_partitions(result, partitions)
-    _set_info(result, info)
-    _set_user_data(result, user_data)
-    _set_by_topic(result, by_topic)
-    return result
-
-
-def _same_member_results() -> bool:
-    """Whether :func:`_fast_member_result` builds what the constructor builds."""
-    try:
-        info = AssignmentInfo(version=1, commonly_supported_version=1)
-        fast = _fast_member_result((), info, b"x", (("t", [1]),))
-        plain = MemberResult((), info, b"x", (("t", [1]),))
-        return fast == plain and fast.by_topic == plain.by_topic and type(fast) is MemberResult
-    except Exception:  # pragma: no cover - a dataclass layout without those slots
-        return False
-
-
-_new_object = object.__new__
-_set_partitions = vars(MemberResult)["partitions"].__set__
-_set_info = vars(MemberResult)["info"].__set__
-_set_user_data = vars(MemberResult)["user_data"].__set__
-_set_by_topic = vars(MemberResult)["by_topic"].__set__
-_member_result = _fast_member_result if _same_member_results() else MemberResult
 
 
 def _over_budget(

@@ -3,6 +3,9 @@ records of the same topics share one topics tuple."""
 
 from __future__ import annotations
 
+import dataclasses
+
+import pytest
 from aiokafka.coordinator.protocol import ConsumerProtocolMemberMetadata
 
 from assignor.adapter.streams_assignor import _shared_subscriptions
@@ -46,6 +49,8 @@ def test_the_fast_record_is_the_constructors() -> None:
     fast = member_subscription(("t",), b"x")
     assert type(fast) is MemberSubscription and fast == MemberSubscription(("t",), b"x")
     assert hash(fast) == hash(MemberSubscription(("t",), b"x"))
+    with pytest.raises(dataclasses.FrozenInstanceError):  # (filled through a writable twin)
+        fast.topics = ("u",)  # type: ignore[misc]
 
 
 def test_data_of_other_types_shares_the_record_of_the_same_bytes() -> None:

@@ -8,6 +8,7 @@ the model the bytes carry, and the results must behave as plain ``MemberResult``
 from __future__ import annotations
 
 import copy
+import dataclasses
 import pickle
 from collections.abc import Sequence
 from typing import Any
@@ -17,7 +18,13 @@ import pytest
 from assignor import TopologyBuilder
 from assignor.config import AssignorConfig
 from assignor.leader import encode
-from assignor.leader.model import MemberResult, _UnbuiltInfoResult, unbuilt_info_result
+from assignor.leader.model import (
+    MemberResult,
+    _UnbuiltInfoResult,
+    member_result,
+    store_one_task_results,
+    unbuilt_info_result,
+)
 from assignor.leader.one_task_members import answer_one_task_members
 from assignor.leader.pipeline import assign_group
 from protocol.codec import LATEST_VERSION, Codec
@@ -142,3 +149,32 @@ def test_a_member_of_many_standbys_reads_the_model_its_bytes_carry() -> None:
         assert info == decoded(result, member, codec)
         assert answer.info is info
         assert codec.encode_assignment(info, version=result.used_version) == answer.user_data
+
+
+def test_results_built_fast_are_frozen_instances_of_their_own_class() -> None:
+    """The hot paths fill results through a writable twin of each class (plain slot stores),
+    then hand them over as the frozen class itself: the same type, values and refusals of
+    change as the constructor's."""
+    info, fields = _values()
+    parts = (TopicPartition("t", 1),)
+    results: dict[str, MemberResult] = {}
+    store_one_task_results(results, fields, [("a", TaskId(0, 1), parts)], [b"x"], standby=False)
+    store_one_task_results(results, fields, [("s", TaskId(0, 1), parts)], [b"y"], standby=True)
+    made = [
+        results["a"],
+        results["s"],
+        unbuilt_info_result(parts, fields, info.active_tasks, {}, b"x", None),
+        member_result(parts, info, b"x", None),
+    ]
+    assert [type(r) for r in made] == [_UnbuiltInfoResult] * 3 + [MemberResult]
+    assert results["a"] == MemberResult(parts, info, b"x") == made[2] == made[3]
+    standby_info = info.model_copy(
+        update={"active_tasks": (), "standby_tasks": {TaskId(0, 1): parts}}
+    )
+    assert results["s"] == MemberResult((), standby_info, b"y")
+    for result in made:
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            result.user_data = b"changed"  # type: ignore[misc]
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            del result.partitions
+        assert result.user_data in (b"x", b"y")
