@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from operator import itemgetter
+from typing import Any, cast
 
 import msgpack
 
@@ -151,16 +153,61 @@ def one_task_answers(
     topics = [index.get(tp.topic) for tp in standby_partitions]
     if None in topics:
         return None  # a topic the maps do not name: the general path widens the dictionary
-    head = [0] if named else []
-    before, after = frame.before, frame.after_active
-    actives = [before + pack([*head, key[1], key[2]]) + after for key in keys]
-    before, after = frame.before_standby, frame.after
-    standbys = [
-        before + pack([[*head, key[1], key[2], topic, tp.partition]]) + after
-        for key, topic, tp in zip(standby_keys, topics, standby_partitions, strict=True)
-    ]
+    try:
+        actives, standbys = _joined(frame, named, keys, standby_keys, topics, standby_partitions)
+    except KeyError:  # an int not packed yet: packed once, kept for the next answers
+        values: set[object] = {key[1] for key in chain(keys, standby_keys)}
+        values.update(key[2] for key in chain(keys, standby_keys))
+        values.update(topics)
+        values.update(tp.partition for tp in standby_partitions)
+        if any(type(value) is not int for value in values):
+            return None  # (ids are validated ints: a stranger is the general path's)
+        if len(_PACKED_INTS) + len(values) > MAX_PACKED_INTS:
+            _PACKED_INTS.clear()
+        _PACKED_INTS.update((cast(int, value), pack(value)) for value in values)
+        try:
+            actives, standbys = _joined(
+                frame, named, keys, standby_keys, topics, standby_partitions
+            )
+        except KeyError:  # (cleared meanwhile by another leader's thread)
+            return None
     if max(map(len, actives), default=0) > MAX_ASSIGNMENT_BYTES or max(
         map(len, standbys), default=0
     ) > MAX_ASSIGNMENT_BYTES:
         return None
+    return actives, standbys
+
+
+#: msgpack's bytes of the ints one-task answers hold (subtopologies, partitions, topic
+#: indexes), by value: kept across rebalances, cleared past ``MAX_PACKED_INTS`` entries
+_PACKED_INTS: dict[int, bytes] = {}
+MAX_PACKED_INTS = 1 << 16
+#: an active entry's array header (with the named topology's empty name first), and a
+#: standby list of one entry's headers
+_ACTIVE_HEAD = {True: b"\x93\x00", False: b"\x92"}
+_STANDBY_HEAD = {True: b"\x91\x95\x00", False: b"\x91\x94"}
+
+
+def _joined(
+    frame: Frame,
+    named: bool,
+    keys: list[tuple[bytes, int, int]],
+    standby_keys: list[tuple[bytes, int, int]],
+    topics: list[Any],
+    standby_partitions: Sequence[TopicPartition],
+) -> tuple[list[bytes], list[bytes]]:
+    """The answers of :func:`one_task_answers`, each joined once from the frame's bytes and
+    the kept bytes of its ints (``KeyError`` for an int not kept). Why: a msgpack ``pack``
+    call per answer, of a list built for it, cost twice the join (2,000 answers a rebalance
+    at 1,000 threads per client: 1.6 against 0.75 ms for 900 standby answers)."""
+    ints, join = _PACKED_INTS, b"".join
+    head = _ACTIVE_HEAD[named]
+    before, after = frame.before, frame.after_active
+    actives = [join((before, head, ints[key[1]], ints[key[2]], after)) for key in keys]
+    head = _STANDBY_HEAD[named]
+    before, after = frame.before_standby, frame.after
+    standbys = [
+        join((before, head, ints[key[1]], ints[key[2]], ints[topic], ints[tp.partition], after))
+        for key, topic, tp in zip(standby_keys, topics, standby_partitions, strict=True)
+    ]
     return actives, standbys

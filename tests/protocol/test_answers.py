@@ -16,8 +16,10 @@ from hypothesis import strategies as st
 
 from assignor.testing import assignment_infos, host_maps
 from protocol import AssignmentInfo, AssignorError, Codec, HostInfo, TaskId, TopicPartition
+from protocol import _answer_parts as answer_parts
 from protocol.answers import AnswerWriter
 from protocol.codec import LATEST_VERSION
+from protocol.ids import INT32_MAX
 from protocol.messages import NO_FOLLOWUP_REBALANCE
 
 
@@ -371,3 +373,61 @@ def test_one_task_answers_decline_what_the_general_path_writes() -> None:
     assert writer.one_task_answers(followup, plain, [], []) is None
     failed = {**fields, "error_code": AssignorError.ASSIGNMENT_ERROR}
     assert writer.one_task_answers(failed, plain, [], []) is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    version=st.integers(1, LATEST_VERSION),
+    numbers=st.lists(
+        st.tuples(
+            st.sampled_from([0, 1, 127, 128, 255, 256, 65_535, 65_536, INT32_MAX]),
+            st.integers(0, INT32_MAX),
+        ),
+        min_size=1,
+        max_size=6,
+    ),
+    table=st.sampled_from(["cold", "warm", "tiny"]),
+)
+def test_one_task_answers_are_the_codecs_bytes_whatever_ints_are_kept(
+    version: int, numbers: list[tuple[int, int]], table: str
+) -> None:
+    """The batch joins each answer from kept msgpack bytes of its ints (packed when first
+    met, the table cleared past its cap): the codec's bytes for ints of every msgpack width,
+    whether the table starts empty, already holds them, or is cleared at every batch."""
+    active, standby = _maps()
+    codec = Codec()
+    fields = dict(
+        AssignmentInfo(
+            version=version,
+            commonly_supported_version=version,
+            partitions_by_host=active,
+            standby_partitions_by_host=standby,
+        ).__dict__
+    )
+    tasks = [TaskId(sub, partition) for sub, partition in numbers]
+    standby_parts = [TopicPartition("a", partition) for _, partition in numbers]
+    writer = AnswerWriter(codec, version)
+    with pytest.MonkeyPatch.context() as patch:
+        if table == "cold":
+            answer_parts._PACKED_INTS.clear()
+        elif table == "warm":
+            assert writer.one_task_answers(fields, tasks, tasks, standby_parts) is not None
+        else:  # entries no answer needs, and a cap that the batch's own ints pass
+            answer_parts._PACKED_INTS.clear()
+            answer_parts._PACKED_INTS.update({-i: b"stale" for i in range(1, 5)})
+            patch.setattr(answer_parts, "MAX_PACKED_INTS", 2)
+        written = writer.one_task_answers(fields, tasks, tasks, standby_parts)
+        if table == "tiny":
+            assert min(answer_parts._PACKED_INTS) >= 0  # the stale entries went
+            assert len(answer_parts._PACKED_INTS) <= 2 * len(numbers) + 1  # (subtopologies, partitions, topic)
+    expected_active = [
+        codec.encode_assignment(AssignmentInfo(**{**fields, "active_tasks": (t,)}), version=version)
+        for t in tasks
+    ]
+    expected_standby = [
+        codec.encode_assignment(
+            AssignmentInfo(**{**fields, "standby_tasks": {t: (tp,)}}), version=version
+        )
+        for t, tp in zip(tasks, standby_parts, strict=True)
+    ]
+    assert written == (expected_active, expected_standby)
