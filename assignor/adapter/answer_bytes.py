@@ -108,11 +108,13 @@ def answer_bytes(
                 answer = made[id(member)] = join((head, pack_length(len(data)), data))
             last = member
         answers[member_id] = answer
-    if len(answers) != len(members):  # answers for members aiokafka did not list: not sent
+    extra = len(answers) != len(members)
+    if extra:  # answers for members aiokafka did not list: not sent
         for member_id in [m for m in answers if m not in members]:
             del answers[member_id]
-    # Every listed member is answered when the results name the same members, compared in C.
-    if results.keys() != members.keys():
+    # Without extras every result names a listed member, so as many results as members name
+    # them all: only then is a member left unanswered (no pass over the keys to compare them).
+    if extra or len(results) != len(members):
         for member_id in [m for m, a in answers.items() if a is None]:
             log.error("the pipeline gave member %s no answer; sending an error", member_id)
             answers.update(error_assignments({member_id: members[member_id]}, "no answer"))

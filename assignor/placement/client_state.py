@@ -91,7 +91,8 @@ class ClientState:
     previous_active: frozenset[TaskId] = _NO_TASKS
     previous_standby: frozenset[TaskId] = _NO_TASKS
     task_lags: Mapping[TaskId, int] = field(default_factory=dict)
-    #: stateful tasks each consumer reported an offset sum for (Kafka: previous stateful tasks)
+    #: stateful tasks each consumer reported an offset sum for (Kafka: previous stateful tasks);
+    #: a consumer that reported none is absent (readers take ``.get(consumer, frozenset())``)
     previous_tasks_by_consumer: Mapping[str, frozenset[TaskId]] = field(default_factory=dict)
     #: previous active tasks per consumer, from the partitions each consumer owned
     previous_active_by_consumer: Mapping[str, frozenset[TaskId]] = field(default_factory=dict)
@@ -242,7 +243,8 @@ def build_client_state(
     owned: dict[TopicPartition, str] = {}
     for consumer in consumers:
         offset_sums.update(consumer.task_offset_sums)
-        by_consumer[consumer.consumer_id] = frozenset(consumer.task_offset_sums)
+        if consumer.task_offset_sums:
+            by_consumer[consumer.consumer_id] = frozenset(consumer.task_offset_sums)
         for partition in consumer.owned_partitions:
             owned[partition] = consumer.consumer_id
     if known_tasks_only:

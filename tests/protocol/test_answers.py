@@ -419,7 +419,8 @@ def test_one_task_answers_are_the_codecs_bytes_whatever_ints_are_kept(
         written = writer.one_task_answers(fields, tasks, tasks, standby_parts)
         if table == "tiny":
             assert min(answer_parts._PACKED_INTS) >= 0  # the stale entries went
-            assert len(answer_parts._PACKED_INTS) <= 2 * len(numbers) + 1  # (subtopologies, partitions, topic)
+            # (this batch's subtopologies and partitions, and its one topic)
+            assert len(answer_parts._PACKED_INTS) <= 2 * len(numbers) + 1
     expected_active = [
         codec.encode_assignment(AssignmentInfo(**{**fields, "active_tasks": (t,)}), version=version)
         for t in tasks

@@ -58,6 +58,10 @@ def test_a_member_without_a_result_gets_an_error_and_a_stranger_nothing() -> Non
     assert error.error_code is AssignorError.ASSIGNMENT_ERROR
     assert read.assignment == []
     assert set(error_assignments(members, "test").values()) == {answers["b"]}
+    # no stranger: the missing member found by the count alone
+    fewer = _answer_bytes(members, {"a": _result(1)})
+    assert list(fewer) == ["a", "b"] and fewer["b"] == answers["b"]
+    assert fewer["a"] == answers["a"]
 
 
 def test_partitions_grouped_by_topic_ascending_whatever_their_order() -> None:
