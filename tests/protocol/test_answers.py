@@ -8,7 +8,7 @@ case must really take the writer's own path, not the codec's.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from hypothesis import given, settings
@@ -311,14 +311,10 @@ def test_standby_topics_the_maps_do_not_name_are_written_without_the_codec(
     assert asked == []
 
 
-@pytest.mark.parametrize("version", range(1, LATEST_VERSION + 1))
-def test_one_task_answers_are_the_codecs_bytes_written_together(version: int) -> None:
-    """The leader's batch of members of one task each (``one_task_answers``): each answer the
-    codec's bytes for the fields with that task alone, from a writer that has written nothing
-    yet (the frame built from the fields) and from one whose last answer had other maps."""
+def _one_task_fields(version: int) -> dict[str, object]:
+    """Every ``AssignmentInfo`` field by name, no task, over :func:`_maps`, at ``version``."""
     active, standby = _maps()
-    codec = Codec()
-    fields = dict(
+    return dict(
         AssignmentInfo(
             version=version,
             commonly_supported_version=version,
@@ -326,6 +322,38 @@ def test_one_task_answers_are_the_codecs_bytes_written_together(version: int) ->
             standby_partitions_by_host=standby,
         ).__dict__
     )
+
+
+def _codec_answers(
+    codec: Codec,
+    fields: dict[str, object],
+    active: list[TaskId],
+    standby: list[TaskId],
+    standby_partitions: list[TopicPartition],
+) -> tuple[list[bytes], list[bytes]]:
+    """What the codec writes, one answer at a time, for ``one_task_answers``'s members."""
+    version = cast(int, fields["version"])
+    return (
+        [
+            codec.encode_assignment(AssignmentInfo(**{**fields, "active_tasks": (task,)}), version)
+            for task in active
+        ],
+        [
+            codec.encode_assignment(
+                AssignmentInfo(**{**fields, "standby_tasks": {task: (tp,)}}), version
+            )
+            for task, tp in zip(standby, standby_partitions, strict=True)
+        ],
+    )
+
+
+@pytest.mark.parametrize("version", range(1, LATEST_VERSION + 1))
+def test_one_task_answers_are_the_codecs_bytes_written_together(version: int) -> None:
+    """The leader's batch of members of one task each (``one_task_answers``): each answer the
+    codec's bytes for the fields with that task alone, from a writer that has written nothing
+    yet (the frame built from the fields) and from one whose last answer had other maps."""
+    codec = Codec()
+    fields = _one_task_fields(version)
     tasks = [TaskId(0, 4), TaskId(1, 700), TaskId(2, 0)]
     standby_tasks = [TaskId(0, 5), TaskId(3, 300)]
     # (topic "a" from version 1: it has no standby host map, so "b" is not in its dictionary)
@@ -337,19 +365,7 @@ def test_one_task_answers_are_the_codecs_bytes_written_together(version: int) ->
             writer.encode(info)
         written = writer.one_task_answers(fields, tasks, standby_tasks, standby_parts)
         assert written is not None
-        expected_active = [
-            codec.encode_assignment(
-                AssignmentInfo(**{**fields, "active_tasks": (task,)}), version=version
-            )
-            for task in tasks
-        ]
-        expected_standby = [
-            codec.encode_assignment(
-                AssignmentInfo(**{**fields, "standby_tasks": {task: (tp,)}}), version=version
-            )
-            for task, tp in zip(standby_tasks, standby_parts, strict=True)
-        ]
-        assert written == (expected_active, expected_standby)
+        assert written == _codec_answers(codec, fields, tasks, standby_tasks, standby_parts)
         assert fields == dict(AssignmentInfo(**fields).__dict__)  # (read, not written)
 
 
@@ -394,16 +410,8 @@ def test_one_task_answers_are_the_codecs_bytes_whatever_ints_are_kept(
     """The batch joins each answer from kept msgpack bytes of its ints (packed when first
     met, the table cleared past its cap): the codec's bytes for ints of every msgpack width,
     whether the table starts empty, already holds them, or is cleared at every batch."""
-    active, standby = _maps()
     codec = Codec()
-    fields = dict(
-        AssignmentInfo(
-            version=version,
-            commonly_supported_version=version,
-            partitions_by_host=active,
-            standby_partitions_by_host=standby,
-        ).__dict__
-    )
+    fields = _one_task_fields(version)
     tasks = [TaskId(sub, partition) for sub, partition in numbers]
     standby_parts = [TopicPartition("a", partition) for _, partition in numbers]
     writer = AnswerWriter(codec, version)
@@ -421,14 +429,4 @@ def test_one_task_answers_are_the_codecs_bytes_whatever_ints_are_kept(
             assert min(answer_parts._PACKED_INTS) >= 0  # the stale entries went
             # (this batch's subtopologies and partitions, and its one topic)
             assert len(answer_parts._PACKED_INTS) <= 2 * len(numbers) + 1
-    expected_active = [
-        codec.encode_assignment(AssignmentInfo(**{**fields, "active_tasks": (t,)}), version=version)
-        for t in tasks
-    ]
-    expected_standby = [
-        codec.encode_assignment(
-            AssignmentInfo(**{**fields, "standby_tasks": {t: (tp,)}}), version=version
-        )
-        for t, tp in zip(tasks, standby_parts, strict=True)
-    ]
-    assert written == (expected_active, expected_standby)
+    assert written == _codec_answers(codec, fields, tasks, tasks, standby_parts)
